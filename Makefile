@@ -1,0 +1,35 @@
+# mqlite-py: `make run` starts a broker (or the embedded demo), `make test` runs every test tier.
+PYTHON ?= python3
+VENV   := .venv
+PY     := $(VENV)/bin/python
+PIP    := $(VENV)/bin/pip
+STAMP  := $(VENV)/.installed
+
+.PHONY: run test lint bench venv clean
+
+$(STAMP): pyproject.toml
+	$(PYTHON) -m venv $(VENV)
+	$(PIP) install -q --upgrade pip
+	$(PIP) install -q -e '.[test,lint]'
+	touch $(STAMP)
+
+venv: $(STAMP)
+
+run: $(STAMP)
+	mkdir -p data
+	$(PY) -m mqlite.demo --db file:./data/mq.db
+
+test: $(STAMP)
+	$(PY) -m pytest -q -p no:cacheprovider
+
+lint: $(STAMP)
+	$(VENV)/bin/ruff format --check app tests
+	$(VENV)/bin/ruff check app tests
+	$(VENV)/bin/mypy
+	$(VENV)/bin/lint-imports
+
+bench: $(STAMP)
+	$(PY) tests/bench/engine_bench.py
+
+clean:
+	rm -rf $(VENV) build *.egg-info .pytest_cache .mypy_cache .ruff_cache

@@ -1,0 +1,46 @@
+"""The single source of every default, limit and cadence (spec: api-reference limits,
+original-behaviour §2-§8). Packaging files cannot import these; drift tests compare them."""
+
+from __future__ import annotations
+
+PORT = 6754
+
+# Queue configuration defaults (CreateQueue; 0 on the wire means "take the default").
+LOCK_DURATION_MS = 30_000
+MAX_DELIVERY_COUNT = 10
+
+# Limits.
+MAX_MESSAGE_BYTES = 1 << 20  # body cap per message (MQLITE_MAX_MESSAGE_BYTES)
+MAX_REQUEST_BYTES = 32 << 20  # whole HTTP request body
+MAX_RECEIVE_MESSAGES = 256
+MAX_WAIT_MS = 20_000
+PEEK_DEFAULT_MAX = 32
+PEEK_MAX = 1000
+RESPONSE_BYTE_BUDGET = 32 << 20  # Receive/Peek stop after crossing this many body bytes
+RENEW_BATCH_MAX = 512
+BATCH_CHUNK = 512  # pairs per statement in CompleteBatch (bind-parameter budget)
+
+# Idempotency records.
+SETTLEMENT_RECEIPT_TTL_MS = 30 * 60 * 1000
+RECEIVE_ATTEMPT_MIN_TTL_MS = 5 * 60 * 1000
+
+# Background cadences (first run one interval after start).
+REAPER_INTERVAL_MS = 1_000
+SCHEDULER_INTERVAL_MS = 1_000
+TTL_INTERVAL_MS = 10_000
+JANITOR_INTERVAL_MS = 60_000
+
+# DLQ retention: per pass, per dimension, per queue.
+DLQ_DELETE_BATCH = 1000
+DLQ_MAX_BATCHES = 100
+
+# Free-page reclaim threshold (pages on the freelist).
+RECLAIM_FREELIST_PAGES = 256
+
+BUSY_TIMEOUT_MS = 5_000
+SYNC_MODES = ("NORMAL", "FULL", "OFF", "EXTRA")
+DEFAULT_SYNC = "NORMAL"
+
+# Filters (concepts §10).
+FILTER_MAX_SOURCE_BYTES = 4096
+FILTER_MAX_AST_NODES = 1000

@@ -1,0 +1,178 @@
+"""Browse, DLQ operations and maintenance, as methods mixed into the Engine facade.
+
+Maintenance passes are pure functions of (database, now) in ``maintenance.py``; this mixin
+runs each in its own transaction with the injected clock and wakes long polls for queues
+that gained claimable work once the pass commits.
+"""
+
+from __future__ import annotations
+
+import sqlite3
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any
+
+from mqlite import errors
+from mqlite.engine import dlq, maintenance, peek
+from mqlite.engine.tx import EngineTx
+from mqlite.engine.validate import check_int
+from mqlite.types import Message, Stats
+
+if TYPE_CHECKING:
+    from mqlite.engine.engine import Engine
+
+
+@dataclass(frozen=True, slots=True)
+class MaintenanceReport:
+    """What one ``run_maintenance_once`` did (counts per pass)."""
+
+    reaped_queues: int = 0
+    activated_queues: int = 0
+    expired: int = 0
+    dedup_pruned: int = 0
+    receipts_pruned: int = 0
+    attempts_pruned: int = 0
+    dlq_dropped: int = 0
+    pages_reclaimed: int = 0
+
+
+class AdminOps:
+    """Peek / stats / redrive / purge / maintenance / outbox transactions."""
+
+    # -- browse ---------------------------------------------------------------------------
+
+    def peek(
+        self: Engine,
+        queue: str,
+        state: str | None = None,
+        from_seq: int = 0,
+        max: int = 0,  # noqa: A002 - the wire's field name
+    ) -> list[Message]:
+        """Browse without locking (never returns a lock token)."""
+        q = self._queue(queue)
+        check_int("from_seq", from_seq)
+        check_int("max", max)
+        if state is not None and not isinstance(state, str):
+            raise errors.InvalidArgument("state must be a string")
+        with self.store.transaction() as conn:
+            return peek.peek(conn, q.name, state=state or None, from_seq=from_seq, max=max)
+
+    def stats(self: Engine, queue: str) -> Stats:
+        q = self._queue(queue)
+        with self._write() as (conn, now):
+            return peek.stats(conn, now, q.name)  # type: ignore[arg-type]
+
+    # -- dead letters ---------------------------------------------------------------------
+
+    def redrive(
+        self: Engine,
+        queue: str,
+        target: str | None = None,
+        max: int = 0,  # noqa: A002
+        older_than_ms: int = 0,
+        rate_per_sec: int = 0,
+    ) -> int:
+        """Move dead letters back to active here, or into ``target``; returns moved count.
+
+        With ``rate_per_sec`` > 0 it moves chunks of that size, each its own transaction,
+        one second apart (on the engine clock), so a big redrive never starves consumers.
+        """
+        q = self._queue(queue)
+        for name, value in (("max", max), ("older_than_ms", older_than_ms), ("rate_per_sec", rate_per_sec)):
+            check_int(name, value, minimum=0)
+        dest = q.name
+        if target:
+            dest = self._queue(target).name
+        moved = 0
+        while True:
+            chunk = rate_per_sec if rate_per_sec > 0 else max
+            if max > 0:
+                chunk = min(chunk or max, max - moved)
+            with self._write() as (conn, now):
+                n, _ = dlq.redrive(
+                    conn,  # type: ignore[arg-type]
+                    now,
+                    q.name,
+                    target=None if dest == q.name else dest,
+                    max=chunk,
+                    older_than_ms=older_than_ms,
+                )
+                self._notify_after_commit({dest} if n else set())
+            moved += n
+            if rate_per_sec <= 0 or n < chunk or (max > 0 and moved >= max):
+                return moved
+            self.clock.sleep_ms(1000)
+
+    def purge(
+        self: Engine,
+        queue: str,
+        max: int = 0,  # noqa: A002
+        older_than_ms: int = 0,
+    ) -> int:
+        """Delete dead letters (oldest first); both bounds zero purges the whole DLQ."""
+        q = self._queue(queue)
+        check_int("max", max, minimum=0)
+        check_int("older_than_ms", older_than_ms, minimum=0)
+        with self._write() as (conn, now):
+            return dlq.purge(conn, now, q.name, max=max, older_than_ms=older_than_ms)  # type: ignore[arg-type]
+
+    # -- maintenance ----------------------------------------------------------------------
+
+    def _pass(self: Engine, fn: Callable[[sqlite3.Connection, int], Any]) -> Any:
+        with self._write() as (conn, now):
+            result = fn(conn, now)  # type: ignore[arg-type]
+            if isinstance(result, set):
+                self._notify_after_commit(result)
+        return result
+
+    def reap_locks(self: Engine) -> set[str]:
+        return self._pass(maintenance.reap_locks)  # type: ignore[no-any-return]
+
+    def activate_scheduled(self: Engine) -> set[str]:
+        return self._pass(maintenance.activate_scheduled)  # type: ignore[no-any-return]
+
+    def expire_ttl(self: Engine) -> int:
+        return self._pass(maintenance.expire_ttl)  # type: ignore[no-any-return]
+
+    def run_janitors(self: Engine) -> tuple[int, int, int, int]:
+        """Dedup, receipt and attempt pruning plus DLQ retention (the 60 s cadence)."""
+        bounds = self.dlq_defaults
+        return (
+            self._pass(maintenance.prune_dedup),
+            self._pass(maintenance.prune_receipts),
+            self._pass(maintenance.prune_attempts),
+            self._pass(lambda c, now: maintenance.enforce_dlq_retention(c, now, bounds)),
+        )
+
+    def reclaim_free_pages(self: Engine, force: bool = False) -> int:
+        """Return free pages to the OS (file databases only)."""
+        if self.store.location.is_memory:
+            return 0
+        with self.store.connection() as conn:
+            return maintenance.reclaim_free_pages(conn, force=force)
+
+    def run_maintenance_once(self: Engine) -> MaintenanceReport:
+        """Every pass once, in the spec's order, at the clock's current time."""
+        reaped = self.reap_locks()
+        activated = self.activate_scheduled()
+        expired = self.expire_ttl()
+        dedup_n, receipts_n, attempts_n, dropped = self.run_janitors()
+        pages = self.reclaim_free_pages()
+        return MaintenanceReport(
+            len(reaped), len(activated), expired, dedup_n, receipts_n, attempts_n, dropped, pages
+        )
+
+    # -- the transactional outbox ---------------------------------------------------------
+
+    @contextmanager
+    def tx(self: Engine) -> Iterator[EngineTx]:
+        """One transaction shared by your SQL and mqlite's sends: both commit or neither.
+
+        Inside the block use ``tx.execute`` and ``tx.send``/``tx.send_one``/``tx.schedule``;
+        any exception rolls everything back. Do not long-poll or call the engine from
+        another thread while the block runs: the one writer is yours until it ends.
+        """
+        with self.store.transaction() as conn:
+            yield EngineTx(self, conn)
+

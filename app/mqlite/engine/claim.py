@@ -1,0 +1,193 @@
+"""Claiming: Peek-Lock is one atomic UPDATE ... RETURNING per message.
+
+A row is claimable iff it is ``active``, visible (``visible_at <= now``), not expired
+(``expires_at = 0 OR expires_at > now``) and no earlier row of its group (strict_fifo: of
+its queue) is ``deferred``, ``scheduled`` or ``locked`` -- whatever the lock's expiry, so an
+expired-but-unreaped head keeps its group in order until the reaper redelivers it first.
+The smallest such id wins. A batch runs the claim in a loop inside one transaction.
+"""
+
+from __future__ import annotations
+
+import base64
+import json
+import secrets
+import sqlite3
+
+from mqlite import defaults
+from mqlite.engine.rows import MESSAGE_COLUMNS, row_to_message
+from mqlite.types import Message, OrderingMode, QueueInfo
+
+# standard and group_fifo share this statement (ungrouped rows have no head-of-line).
+# Do NOT merge the three EXISTS into one `state IN (...)` or an OR of states: the planner
+# cannot match that to a partial index and falls back to a rowid scan -- O(n) per
+# candidate, O(n^2) to drain a blocked backlog (docs internals §5, MQLITE-22).
+CLAIM_GROUPED_SQL = f"""
+UPDATE messages
+   SET state = 'locked', locked_until = :until, lock_token = :token,
+       delivery_count = delivery_count + 1
+ WHERE id = (
+   SELECT m.id FROM messages m
+    WHERE m.queue = :queue AND m.state = 'active'
+      AND m.visible_at <= :now
+      AND (m.expires_at = 0 OR m.expires_at > :now)
+      AND (m.group_id IS NULL OR NOT (
+            EXISTS (SELECT 1 FROM messages b
+                     WHERE b.queue = m.queue AND b.group_id = m.group_id
+                       AND b.state = 'deferred' AND b.id < m.id)
+         OR EXISTS (SELECT 1 FROM messages b
+                     WHERE b.queue = m.queue AND b.group_id = m.group_id
+                       AND b.state = 'scheduled' AND b.id < m.id)
+         OR EXISTS (SELECT 1 FROM messages b
+                     WHERE b.queue = m.queue AND b.group_id = m.group_id
+                       AND b.state = 'locked' AND b.id < m.id)))
+    ORDER BY m.id
+    LIMIT 1)
+RETURNING {MESSAGE_COLUMNS}
+"""
+
+# strict_fifo: every deferred/scheduled/locked row blocks every later row of the queue, so
+# the claimable head must precede the earliest blocker. Three MIN() seeks (one per state's
+# partial index) bound the search: O(log n) however deep the blocked backlog is.
+CLAIM_STRICT_SQL = f"""
+UPDATE messages
+   SET state = 'locked', locked_until = :until, lock_token = :token,
+       delivery_count = delivery_count + 1
+ WHERE id = (
+   SELECT m.id FROM messages m
+    WHERE m.queue = :queue AND m.state = 'active'
+      AND m.id < MIN(
+            COALESCE((SELECT MIN(b.id) FROM messages b
+                       WHERE b.queue = :queue AND b.state = 'deferred'), 9223372036854775807),
+            COALESCE((SELECT MIN(b.id) FROM messages b
+                       WHERE b.queue = :queue AND b.state = 'scheduled'), 9223372036854775807),
+            COALESCE((SELECT MIN(b.id) FROM messages b
+                       WHERE b.queue = :queue AND b.state = 'locked'), 9223372036854775807))
+      AND m.visible_at <= :now
+      AND (m.expires_at = 0 OR m.expires_at > :now)
+    ORDER BY m.id
+    LIMIT 1)
+RETURNING {MESSAGE_COLUMNS}
+"""
+
+# Receive-and-delete grants no lease: the row goes in the same transaction it was claimed.
+DELETE_CLAIMED_SQL = "DELETE FROM messages WHERE id = ? AND lock_token = ?"
+
+LOOKUP_ATTEMPT_SQL = """
+SELECT response FROM receive_attempts WHERE queue = ? AND attempt_id = ? AND expires_at > ?
+"""
+
+SAVE_ATTEMPT_SQL = """
+INSERT OR REPLACE INTO receive_attempts (queue, attempt_id, response, created_at, expires_at)
+VALUES (?, ?, ?, ?, ?)
+"""
+
+
+def new_lock_token() -> str:
+    """128 random bits from the OS CSPRNG, as 32 lowercase hex characters."""
+    return secrets.token_hex(16)
+
+
+def claim_batch(
+    conn: sqlite3.Connection,
+    now_ms: int,
+    queue: QueueInfo,
+    max_messages: int,
+    *,
+    delete: bool,
+) -> list[Message]:
+    """Claim up to ``max_messages`` with one ``now``; stop once the byte budget is crossed.
+
+    Peek-lock batches hold one message per group (the claimed head blocks its successors);
+    receive-and-delete removes each row at once, so the group's next message may follow.
+    """
+    sql = CLAIM_STRICT_SQL if queue.config.ordering_mode == OrderingMode.STRICT_FIFO else (
+        CLAIM_GROUPED_SQL
+    )
+    params = {"queue": queue.name, "now": now_ms, "until": now_ms + queue.config.lock_duration_ms}
+    out: list[Message] = []
+    budget = 0
+    execute = conn.execute
+    while len(out) < max_messages:
+        token = new_lock_token()
+        params["token"] = token
+        row = execute(sql, params).fetchone()
+        if row is None:
+            break
+        msg = row_to_message(row)
+        if delete:
+            execute(DELETE_CLAIMED_SQL, (msg.seq_number, token))
+            msg = _without_lease(msg)
+        out.append(msg)
+        budget += len(msg.body)
+        if budget >= defaults.RESPONSE_BYTE_BUDGET:
+            break
+    return out
+
+
+def _without_lease(msg: Message) -> Message:
+    return Message(
+        seq_number=msg.seq_number,
+        queue=msg.queue,
+        body=msg.body,
+        message_id=msg.message_id,
+        group_id=msg.group_id,
+        subject=msg.subject,
+        correlation_id=msg.correlation_id,
+        reply_to=msg.reply_to,
+        content_type=msg.content_type,
+        properties=msg.properties,
+        delivery_count=msg.delivery_count,
+        enqueued_at_ms=msg.enqueued_at_ms,
+    )
+
+
+# -- idempotent receive (receive_attempt_id) -----------------------------------------------
+
+
+def lookup_attempt(
+    conn: sqlite3.Connection, now_ms: int, queue: str, attempt_id: str
+) -> list[Message] | None:
+    """The exact messages (same seqs, tokens, counts) a live attempt returned, or None."""
+    row = conn.execute(LOOKUP_ATTEMPT_SQL, (queue, attempt_id, now_ms)).fetchone()
+    if row is None:
+        return None
+    return [_decode_message(d) for d in json.loads(row[0])]
+
+
+def save_attempt(
+    conn: sqlite3.Connection,
+    now_ms: int,
+    queue: QueueInfo,
+    attempt_id: str,
+    messages: list[Message],
+) -> None:
+    """Record a non-empty claim (an empty one is not recorded: a retry may claim fresh)."""
+    ttl = max(queue.config.lock_duration_ms, defaults.RECEIVE_ATTEMPT_MIN_TTL_MS)
+    response = json.dumps([_encode_message(m) for m in messages], separators=(",", ":"))
+    conn.execute(SAVE_ATTEMPT_SQL, (queue.name, attempt_id, response, now_ms, now_ms + ttl))
+
+
+def _encode_message(m: Message) -> dict[str, object]:
+    return {
+        "seq_number": m.seq_number,
+        "queue": m.queue,
+        "body": base64.b64encode(m.body).decode("ascii"),
+        "message_id": m.message_id,
+        "group_id": m.group_id,
+        "subject": m.subject,
+        "correlation_id": m.correlation_id,
+        "reply_to": m.reply_to,
+        "content_type": m.content_type,
+        "properties": m.properties,
+        "delivery_count": m.delivery_count,
+        "enqueued_at_ms": m.enqueued_at_ms,
+        "locked_until_ms": m.locked_until_ms,
+        "lock_token": m.lock_token,
+    }
+
+
+def _decode_message(d: dict[str, object]) -> Message:
+    fields = dict(d)
+    fields["body"] = base64.b64decode(str(fields["body"]))
+    return Message(**fields)  # type: ignore[arg-type]

@@ -1,0 +1,368 @@
+"""The Engine facade: one store, one clock, one notifier, and the verb modules.
+
+Every public method validates its input first (a client mistake is an ``MQLiteError``,
+never a crash and never a partial write), then runs one transaction on the single writer.
+Long-poll waiting happens outside any transaction, parked on the per-queue notifier.
+"""
+
+from __future__ import annotations
+
+import threading
+from collections import Counter
+from collections.abc import Callable, Iterator, Sequence
+from contextlib import contextmanager
+
+from mqlite import defaults, errors
+from mqlite.clock import SYSTEM_CLOCK, Clock
+from mqlite.engine import claim, queues, send, settle
+from mqlite.engine.admin import AdminOps
+from mqlite.engine.catalog import Catalog
+from mqlite.engine.maintenance import DLQBounds
+from mqlite.engine.notify import Notifier
+from mqlite.engine.store import Store
+from mqlite.engine.validate import (
+    check_int,
+    check_pairs,
+    check_seq,
+    check_token,
+    clamp,
+    receive_mode,
+)
+from mqlite.types import BatchResult, Message, OutMessage, QueueConfig, QueueInfo
+
+
+class Engine(AdminOps):
+    """The broker core on one SQLite database. Thread-safe; knows nothing of HTTP."""
+
+    def __init__(
+        self,
+        dsn: str,
+        *,
+        clock: Clock | None = None,
+        sync: str | None = None,
+        max_message_bytes: int = defaults.MAX_MESSAGE_BYTES,
+        dlq_defaults: DLQBounds | None = None,
+    ) -> None:
+        if max_message_bytes <= 0:
+            raise errors.InvalidArgument("max_message_bytes must be positive")
+        self.clock: Clock = clock or SYSTEM_CLOCK
+        self.max_message_bytes = max_message_bytes
+        self.dlq_defaults = dlq_defaults or DLQBounds()
+        self.notifier = Notifier()
+        self.completed: Counter[str] = Counter()  # rows deleted by Complete, per queue
+        self.store = Store(dsn, sync=sync)
+        try:
+            self.catalog = Catalog()
+            with self.store.transaction() as conn:
+                self.recovered_locks = self._recover(conn)
+                self.catalog.load(conn)
+        except BaseException:
+            self.store.close()
+            raise
+
+    def _recover(self, conn: object) -> int:
+        """Crash recovery: every locked row is an orphan of a previous process (§3.1)."""
+        from mqlite.engine.maintenance import recover_locks
+
+        return recover_locks(conn)  # type: ignore[arg-type]
+
+    # -- plumbing -------------------------------------------------------------------------
+
+    def now_ms(self) -> int:
+        return self.clock.now_ms()
+
+    @contextmanager
+    def _write(self) -> Iterator[tuple[object, int]]:
+        """A transaction plus the ``now`` sampled after the writer was acquired."""
+        with self.store.transaction() as conn:
+            yield conn, self.clock.now_ms()
+
+    def _notify_after_commit(self, names: set[str]) -> None:
+        if names:
+            notifier = self.notifier
+            self.store.after_commit(lambda: notifier.notify_many(names))
+
+    def _queue(self, name: object) -> QueueInfo:
+        return self.catalog.queue(queues.validate_name(name))
+
+    def close(self) -> None:
+        """Refuse new work, wake parked long polls, wait for in-flight work, close the DB."""
+        self.notifier.close()
+        self.store.close()
+
+    @property
+    def closed(self) -> bool:
+        return self.store.closed
+
+    # -- queues ---------------------------------------------------------------------------
+
+    def create_queue(self, name: str, config: QueueConfig | None = None) -> QueueInfo:
+        """Create, or reconfigure (same kind only), a queue. Overwrites every config field."""
+        name = queues.validate_name(name)
+        cfg = queues.normalize_config(config if config is not None else QueueConfig())
+        self.catalog.check_queue_creation(name, cfg.kind)
+        with self.store.transaction() as conn:
+            info = queues.upsert_queue(conn, self.clock.now_ms(), name, cfg)
+        self.catalog.put(info)
+        return info
+
+    def list_queues(self) -> list[QueueInfo]:
+        with self.store.transaction() as conn:
+            return sorted(queues.load_queues(conn).values(), key=lambda q: q.name)
+
+    def get_queue(self, name: str) -> QueueInfo:
+        return self._queue(name)
+
+    def delete_queue(self, name: str, generation: str | None = None) -> None:
+        """Delete an empty plain queue; ``generation`` fences against a replacement."""
+        name = queues.validate_name(name)
+        if generation is not None and (not isinstance(generation, str) or not generation):
+            raise errors.InvalidArgument("generation must be a non-empty string")
+        with self.store.transaction() as conn:
+            queues.delete_queue(conn, name, generation)
+        self.catalog.drop(name)
+        self.notifier.notify(name)  # a parked long poll wakes and finds the queue gone
+
+    # -- send -----------------------------------------------------------------------------
+
+    def send(
+        self, queue: str, messages: Sequence[OutMessage], ttl_ms: int | None = None
+    ) -> list[int]:
+        """Enqueue a batch atomically; positional seqs (0 = dedup conflict in a batch)."""
+        return self._send(queue, messages, ttl_ms=ttl_ms, at_ms=None)
+
+    def send_one(self, queue: str, message: OutMessage, ttl_ms: int | None = None) -> int:
+        """Enqueue one message; a dedup conflict raises ``DedupConflict``."""
+        if not isinstance(message, OutMessage):
+            raise errors.InvalidArgument("message must be an OutMessage")
+        return self._send(queue, [message], ttl_ms=ttl_ms, at_ms=None)[0]
+
+    def schedule(
+        self,
+        queue: str,
+        messages: Sequence[OutMessage],
+        at_ms: int,
+        ttl_ms: int | None = None,
+    ) -> list[int]:
+        """Enqueue for delivery at ``at_ms`` (must be in the future), atomically."""
+        check_int("at_ms", at_ms, minimum=1)
+        return self._send(queue, messages, ttl_ms=ttl_ms, at_ms=at_ms)
+
+    def _send(
+        self,
+        name: str,
+        messages: Sequence[OutMessage],
+        *,
+        ttl_ms: int | None,
+        at_ms: int | None,
+    ) -> list[int]:
+        name = queues.validate_name(name)
+        msgs = send.validate_messages(messages, self.max_message_bytes)
+        if ttl_ms is not None:
+            check_int("ttl_ms", ttl_ms, minimum=0)
+        if not msgs:
+            return []
+        routes = self.catalog.routes(name)
+        with self.store.transaction() as conn:
+            now = self.clock.now_ms()
+            if at_ms is not None and at_ms <= now:
+                raise errors.InvalidArgument(
+                    f"scheduled time {at_ms} is not in the future (now is {now})"
+                )
+            result = send.insert(
+                conn,
+                now,
+                routes,
+                msgs,
+                visible_at_ms=at_ms if at_ms is not None else now,
+                ttl_ms=ttl_ms,
+                single=len(msgs) == 1,
+            )
+            self._notify_after_commit(result.notify)
+        return result.seq_numbers
+
+    def cancel(self, queue: str, seq_number: int) -> None:
+        """Delete a scheduled, never-delivered message; otherwise ``NotFound``."""
+        q = self._queue(queue)
+        check_seq(seq_number)
+        with self.store.transaction() as conn:
+            send.cancel(conn, q.name, seq_number)
+
+    # -- receive --------------------------------------------------------------------------
+
+    def receive(
+        self,
+        queue: str,
+        max_messages: int = 1,
+        wait_ms: int = 0,
+        mode: str = "peek_lock",
+        attempt_id: str | None = None,
+    ) -> list[Message]:
+        """Claim up to ``max_messages``, long-polling up to ``wait_ms`` for the first one."""
+        check_int("max_messages", max_messages)
+        check_int("wait_ms", wait_ms)
+        delete = receive_mode(mode)
+        if attempt_id is not None:
+            check_token("attempt_id", attempt_id)
+        q = self._queue(queue)
+        n = clamp(max_messages, 1, defaults.MAX_RECEIVE_MESSAGES)
+        wait = clamp(wait_ms, 0, defaults.MAX_WAIT_MS)
+        got = self.try_receive(q.name, n, delete=delete, attempt_id=attempt_id)
+        if got or wait == 0:
+            return got
+        deadline = self.clock.monotonic_ms() + wait
+        while True:
+            woken = threading.Event()
+            waiter = self.notifier.register(q.name, woken.set)
+            try:
+                # Claim again after registering: a send that committed in between would
+                # otherwise be a lost wake-up.
+                got = self.try_receive(q.name, n, delete=delete, attempt_id=attempt_id)
+                if got:
+                    return got
+                remaining = deadline - self.clock.monotonic_ms()
+                if remaining <= 0:
+                    return []
+                woken.wait(remaining / 1000.0)
+            finally:
+                waiter.cancel()
+            if self.closed:
+                raise errors.Closed()
+
+    def try_receive(
+        self,
+        queue: str,
+        max_messages: int,
+        *,
+        delete: bool = False,
+        attempt_id: str | None = None,
+    ) -> list[Message]:
+        """One claim round, no waiting (the HTTP server parks on the notifier itself)."""
+        q = self.catalog.queue(queue)
+        with self.store.transaction() as conn:
+            now = self.clock.now_ms()
+            if attempt_id:
+                replay = claim.lookup_attempt(conn, now, q.name, attempt_id)
+                if replay is not None:
+                    return self._bind(replay)
+            msgs = claim.claim_batch(conn, now, q, max_messages, delete=delete)
+            if attempt_id and msgs:
+                claim.save_attempt(conn, now, q, attempt_id, msgs)
+        return self._bind(msgs)
+
+    def receive_deferred(self, queue: str, seq_numbers: Sequence[int]) -> list[Message]:
+        """Lock deferred messages by seq (request order); seqs not deferred are skipped."""
+        q = self._queue(queue)
+        if isinstance(seq_numbers, str | bytes) or not isinstance(seq_numbers, Sequence):
+            raise errors.InvalidArgument("seq_numbers must be a list of integers")
+        if len(seq_numbers) > defaults.MAX_RECEIVE_MESSAGES:
+            raise errors.InvalidArgument(
+                f"at most {defaults.MAX_RECEIVE_MESSAGES} seq_numbers per call"
+            )
+        for seq in seq_numbers:
+            check_seq(seq)
+        with self._write() as (conn, now):
+            msgs = settle.receive_deferred(conn, now, q, seq_numbers)  # type: ignore[arg-type]
+        return self._bind(msgs)
+
+    def _bind(self, msgs: list[Message]) -> list[Message]:
+        for m in msgs:
+            if m.lock_token:
+                object.__setattr__(m, "_settler", self)
+        return msgs
+
+    # -- settlement -----------------------------------------------------------------------
+
+    def complete(self, queue: str, seq_number: int, lock_token: str) -> None:
+        queue, seq_number, lock_token = _settle_args(queue, seq_number, lock_token)
+        with self._write() as (conn, now):
+            fresh = settle.complete(conn, now, queue, seq_number, lock_token)  # type: ignore[arg-type]
+            if fresh:
+                self.store.after_commit(lambda: self._completed(queue, 1))
+
+    def abandon(self, queue: str, seq_number: int, lock_token: str, delay_ms: int = 0) -> None:
+        queue, seq_number, lock_token = _settle_args(queue, seq_number, lock_token)
+        check_int("delay_ms", delay_ms)
+        q = self.catalog.find(queue)
+        if q is None:
+            raise errors.LockLost(f"lock lost: no queue {queue!r}")
+        with self._write() as (conn, now):
+            settle.abandon(conn, now, q, seq_number, lock_token, delay_ms)  # type: ignore[arg-type]
+            self._notify_after_commit({queue})
+
+    def reject(
+        self,
+        queue: str,
+        seq_number: int,
+        lock_token: str,
+        reason: str = "",
+        description: str = "",
+    ) -> None:
+        queue, seq_number, lock_token = _settle_args(queue, seq_number, lock_token)
+        if not isinstance(reason, str) or not isinstance(description, str):
+            raise errors.InvalidArgument("reason and description must be strings")
+        with self._write() as (conn, now):
+            settle.reject(conn, now, queue, seq_number, lock_token, reason, description)  # type: ignore[arg-type]
+            self._notify_after_commit({queue})  # a dead-lettered head unblocks its group
+
+    def defer(self, queue: str, seq_number: int, lock_token: str) -> None:
+        queue, seq_number, lock_token = _settle_args(queue, seq_number, lock_token)
+        with self._write() as (conn, now):
+            settle.defer(conn, now, queue, seq_number, lock_token)  # type: ignore[arg-type]
+
+    def renew(self, queue: str, seq_number: int, lock_token: str) -> int:
+        """Extend a live lease by the queue's lock duration; returns the new deadline."""
+        q = self._queue(queue)
+        _, seq_number, lock_token = _settle_args(queue, seq_number, lock_token)
+        with self._write() as (conn, now):
+            return settle.renew(conn, now, q, seq_number, lock_token)  # type: ignore[arg-type]
+
+    def complete_batch(
+        self, queue: str, items: Sequence[tuple[int, str]]
+    ) -> list[BatchResult]:
+        """Complete many (seq, token) pairs in one transaction; per-item ``ok``."""
+        name = queues.validate_name(queue)
+        pairs = check_pairs(items)
+        if self.catalog.find(name) is None:
+            return [BatchResult(seq, False) for seq, _ in pairs]
+        with self._write() as (conn, now):
+            results, deleted = settle.complete_batch(conn, now, name, pairs)  # type: ignore[arg-type]
+            if deleted:
+                self.store.after_commit(lambda: self._completed(name, deleted))
+        return results
+
+    def renew_batch(self, queue: str, items: Sequence[tuple[int, str]]) -> list[BatchResult]:
+        """Renew up to 512 leases in ONE statement; ok only if still live after the write."""
+        name = queues.validate_name(queue)
+        pairs = check_pairs(items)
+        if len(pairs) > defaults.RENEW_BATCH_MAX:
+            raise errors.InvalidArgument(
+                f"renew_batch takes at most {defaults.RENEW_BATCH_MAX} messages, got {len(pairs)}"
+            )
+        if not any(token for _, token in pairs):
+            return [BatchResult(seq, False) for seq, _ in pairs]
+        q = self._queue(name)
+        with self._write() as (conn, now):
+            renewed = settle.renew_batch(conn, now, q, pairs)  # type: ignore[arg-type]
+        after = self.clock.now_ms()
+        out = []
+        for seq, token in pairs:
+            until = renewed.get((seq, token), 0)
+            ok = until > after
+            out.append(BatchResult(seq, ok, until if ok else 0))
+        return out
+
+    def _completed(self, queue: str, n: int) -> None:
+        self.completed[queue] += n
+        self.notifier.notify(queue)  # completing a group head may unblock its successor
+
+
+def _settle_args(queue: object, seq: object, token: object) -> tuple[str, int, str]:
+    name = queues.validate_name(queue)
+    check_seq(seq)
+    if not isinstance(token, str):
+        raise errors.InvalidArgument("lock_token must be a string")
+    return name, seq, token  # type: ignore[return-value]
+
+
+SettleFn = Callable[..., None]

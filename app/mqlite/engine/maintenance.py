@@ -1,0 +1,283 @@
+"""Background maintenance passes (original-behaviour §3, §4): pure functions of ``now_ms``.
+
+Each pass runs on the caller's connection inside the caller's transaction (except
+``reclaim_free_pages``) and never reads a clock. Every statement seeks a partial index;
+``tests/engine/test_maintenance.py`` pins the plans.
+"""
+
+from __future__ import annotations
+
+import sqlite3
+from dataclasses import dataclass
+
+from mqlite.defaults import DLQ_DELETE_BATCH, DLQ_MAX_BATCHES, RECLAIM_FREELIST_PAGES
+
+# Reaper: one UPDATE over all queues; RETURNING gives the queues to wake without a
+# second probe. Seeks idx_msg_locked (state, locked_until); the queue's retry bound is a
+# primary-key probe. ``locked_until == now`` is expired (§13.3). Counts were already
+# incremented at claim, so ``>=`` means the max-th delivery was the last.
+REAP_LOCKS_SQL = """
+UPDATE messages SET
+    state = CASE WHEN delivery_count >= (SELECT q.max_delivery_count FROM queues q
+                                         WHERE q.name = messages.queue)
+                 THEN 'dead_lettered' ELSE 'active' END,
+    dead_letter_reason = CASE WHEN delivery_count >= (SELECT q.max_delivery_count FROM queues q
+                                                      WHERE q.name = messages.queue)
+                              THEN 'MaxDeliveryCountExceeded' ELSE dead_letter_reason END,
+    lock_token = NULL,
+    locked_until = 0
+WHERE state = 'locked' AND locked_until <= :now
+RETURNING queue
+"""
+
+# Crash recovery at open: no lease survives a restart, live or expired (§3.1, §13.1), so
+# every locked row is released (a crash never buys an extra delivery). idx_msg_locked.
+RECOVER_LOCKS_SQL = """
+UPDATE messages SET
+    state = CASE WHEN delivery_count >= (SELECT q.max_delivery_count FROM queues q
+                                         WHERE q.name = messages.queue)
+                 THEN 'dead_lettered' ELSE 'active' END,
+    dead_letter_reason = CASE WHEN delivery_count >= (SELECT q.max_delivery_count FROM queues q
+                                                      WHERE q.name = messages.queue)
+                              THEN 'MaxDeliveryCountExceeded' ELSE dead_letter_reason END,
+    lock_token = NULL,
+    locked_until = 0
+WHERE state = 'locked'
+"""
+
+# Scheduler: due scheduled rows become active; visible_at is kept (the TTL anchor and
+# what Peek shows). Seeks idx_msg_scheduled (state, visible_at); RETURNING = queues to wake.
+ACTIVATE_SCHEDULED_SQL = """
+UPDATE messages SET state = 'active'
+WHERE state = 'scheduled' AND visible_at <= :now
+RETURNING queue
+"""
+
+# TTL sweep. The state list is a filter on idx_msg_expire's range, not the access path
+# (an IN over states cannot match the per-state partial indexes). The queue's
+# dead_letter_on_expire is a primary-key probe, never a scan of queues. Dead-lettered rows
+# are never re-expired; the lock of an expiring locked row is void.
+EXPIRE_TTL_DEAD_LETTER_SQL = """
+UPDATE messages SET
+    state = 'dead_lettered',
+    dead_letter_reason = 'TTLExpired',
+    lock_token = NULL,
+    locked_until = 0
+WHERE expires_at > 0 AND expires_at <= :now
+  AND state IN ('active', 'locked', 'deferred', 'scheduled')
+  AND (SELECT q.dead_letter_on_expire FROM queues q WHERE q.name = messages.queue) <> 0
+"""
+
+EXPIRE_TTL_DISCARD_SQL = """
+DELETE FROM messages
+WHERE expires_at > 0 AND expires_at <= :now
+  AND state IN ('active', 'locked', 'deferred', 'scheduled')
+  AND (SELECT q.dead_letter_on_expire FROM queues q WHERE q.name = messages.queue) = 0
+"""
+
+# Dedup janitor horizon: the widest window of any queue (lookups already ignore rows
+# outside their own queue's window, so one global horizon is safe). Reads the small
+# queues table only.
+MAX_DEDUP_WINDOW_SQL = "SELECT COALESCE(MAX(dedup_window_ms), 0) FROM queues"
+
+# Range deletes on the seen_at / expires_at indexes (idx_dedup_seen, idx_settlement_expire,
+# idx_recv_attempt_expire): a janitor pass costs what it deletes, not the table size.
+PRUNE_DEDUP_SQL = "DELETE FROM dedup WHERE seen_at < :horizon"
+PRUNE_RECEIPTS_SQL = "DELETE FROM settlement_receipts WHERE expires_at < :now"
+PRUNE_ATTEMPTS_SQL = "DELETE FROM receive_attempts WHERE expires_at < :now"
+
+# Free-page reclaim (§3 reclaimFreePages): checkpoint so freed pages are in the main file,
+# incremental_vacuum, then truncate the WAL again. incremental_vacuum frees ONE page per
+# step and its rows have no columns, so sqlite3's execute() steps it once (one page);
+# executescript() steps every statement to completion, hence it runs the vacuum.
+FREELIST_COUNT_SQL = "PRAGMA freelist_count"
+WAL_CHECKPOINT_TRUNCATE_SQL = "PRAGMA wal_checkpoint(TRUNCATE)"
+INCREMENTAL_VACUUM_SQL = "PRAGMA incremental_vacuum"
+
+# Queues that hold dead letters, by a loose index scan of idx_msg_dlq (one seek per such
+# queue: neither messages nor queues is scanned), joined to their bounds by primary key.
+DLQ_QUEUES_SQL = """
+WITH RECURSIVE dq(name) AS (
+    SELECT (SELECT MIN(queue) FROM messages WHERE state = 'dead_lettered')
+    UNION ALL
+    SELECT (SELECT MIN(m.queue) FROM messages m
+            WHERE m.state = 'dead_lettered' AND m.queue > dq.name)
+    FROM dq WHERE dq.name IS NOT NULL
+)
+SELECT q.name, q.dlq_max_age_ms, q.dlq_max_count, q.dlq_max_bytes
+FROM dq JOIN queues q ON q.name = dq.name
+"""
+
+# Age retention: oldest id first within idx_msg_dlq (queue, id). enqueued_at is not
+# indexed, so the ``id > :after`` watermark keeps the pass linear: surviving (young) rows
+# before the last deleted id are never re-read by the next batch.
+DLQ_DELETE_AGED_SQL = """
+DELETE FROM messages WHERE id IN (
+    SELECT id FROM messages
+    WHERE queue = :queue AND state = 'dead_lettered' AND id > :after AND enqueued_at < :cutoff
+    ORDER BY id LIMIT :batch
+)
+RETURNING id
+"""
+
+# Count retention: the (max_count+1)-th newest DLQ id; it and everything older go. No
+# row is the normal under-cap case. Walks idx_msg_dlq backwards.
+DLQ_COUNT_CUTOFF_SQL = """
+SELECT id FROM messages WHERE queue = :queue AND state = 'dead_lettered'
+ORDER BY id DESC LIMIT 1 OFFSET :keep
+"""
+
+# Byte retention: newest-to-oldest running sum of body lengths; the first row where the
+# sum exceeds the cap, and everything older, goes.
+DLQ_BYTES_CUTOFF_SQL = """
+SELECT id FROM (
+    SELECT id, SUM(length(body)) OVER (ORDER BY id DESC ROWS UNBOUNDED PRECEDING) AS kept
+    FROM messages WHERE queue = :queue AND state = 'dead_lettered'
+) WHERE kept > :max_bytes LIMIT 1
+"""
+
+# One bounded batch of "this id and everything older" (count and byte retention), oldest
+# first, within idx_msg_dlq so only dead letters are ever touched.
+DLQ_DELETE_THROUGH_SQL = """
+DELETE FROM messages WHERE id IN (
+    SELECT id FROM messages
+    WHERE queue = :queue AND state = 'dead_lettered' AND id <= :cutoff
+    ORDER BY id LIMIT :batch
+)
+"""
+
+
+def reap_locks(conn: sqlite3.Connection, now_ms: int) -> set[str]:
+    """Release expired locks; return the queues whose waiters must be woken."""
+    return {row[0] for row in conn.execute(REAP_LOCKS_SQL, {"now": now_ms}).fetchall()}
+
+
+def recover_locks(conn: sqlite3.Connection) -> int:
+    """Release every locked row (crash recovery at open); return how many."""
+    return conn.execute(RECOVER_LOCKS_SQL).rowcount
+
+
+def activate_scheduled(conn: sqlite3.Connection, now_ms: int) -> set[str]:
+    """Activate due scheduled rows; return the queues whose waiters must be woken."""
+    return {row[0] for row in conn.execute(ACTIVATE_SCHEDULED_SQL, {"now": now_ms}).fetchall()}
+
+
+def expire_ttl_counts(conn: sqlite3.Connection, now_ms: int) -> tuple[int, int]:
+    """Expire TTL-lapsed rows; return ``(dead_lettered, discarded)``."""
+    dead_lettered = conn.execute(EXPIRE_TTL_DEAD_LETTER_SQL, {"now": now_ms}).rowcount
+    discarded = conn.execute(EXPIRE_TTL_DISCARD_SQL, {"now": now_ms}).rowcount
+    return dead_lettered, discarded
+
+
+def expire_ttl(conn: sqlite3.Connection, now_ms: int) -> int:
+    """Expire TTL-lapsed rows (dead-letter or delete per queue); return rows affected."""
+    return sum(expire_ttl_counts(conn, now_ms))
+
+
+def prune_dedup(conn: sqlite3.Connection, now_ms: int) -> int:
+    """Delete dedup rows older than the widest dedup window of any queue."""
+    widest: int = conn.execute(MAX_DEDUP_WINDOW_SQL).fetchone()[0]
+    if widest <= 0:
+        return 0
+    return conn.execute(PRUNE_DEDUP_SQL, {"horizon": now_ms - widest}).rowcount
+
+
+def prune_receipts(conn: sqlite3.Connection, now_ms: int) -> int:
+    """Delete settlement receipts whose replay window has passed."""
+    return conn.execute(PRUNE_RECEIPTS_SQL, {"now": now_ms}).rowcount
+
+
+def prune_attempts(conn: sqlite3.Connection, now_ms: int) -> int:
+    """Delete receive-attempt records whose replay window has passed."""
+    return conn.execute(PRUNE_ATTEMPTS_SQL, {"now": now_ms}).rowcount
+
+
+def reclaim_free_pages(
+    conn: sqlite3.Connection, *, force: bool = False, threshold_pages: int = RECLAIM_FREELIST_PAGES
+) -> int:
+    """Return free pages to the OS if the freelist is at least ``threshold_pages`` (or
+    ``force``); return the pages freed. Needs a file DB and no open transaction."""
+    if conn.in_transaction:
+        raise RuntimeError("reclaim_free_pages must run outside a transaction")
+    before: int = conn.execute(FREELIST_COUNT_SQL).fetchone()[0]
+    if not force and before < threshold_pages:
+        return 0
+    conn.execute(WAL_CHECKPOINT_TRUNCATE_SQL).fetchall()
+    conn.executescript(INCREMENTAL_VACUUM_SQL)  # steps to DONE: every free page
+    conn.execute(WAL_CHECKPOINT_TRUNCATE_SQL).fetchall()
+    after: int = conn.execute(FREELIST_COUNT_SQL).fetchone()[0]
+    return max(before - after, 0)
+
+
+@dataclass(frozen=True, slots=True)
+class DLQBounds:
+    """Engine-default DLQ retention bounds; 0 (or negative) = no bound."""
+
+    max_age_ms: int = 0
+    max_count: int = 0
+    max_bytes: int = 0
+
+
+def effective_bound(per_queue: int, engine_default: int) -> int:
+    """Resolve a per-queue DLQ bound: 0 inherits, >0 overrides, <0 unbounded. 0 = no bound."""
+    if per_queue > 0:
+        return per_queue
+    if per_queue < 0:
+        return 0
+    return max(engine_default, 0)
+
+
+def enforce_dlq_retention(
+    conn: sqlite3.Connection,
+    now_ms: int,
+    defaults: DLQBounds,
+    *,
+    batch: int = DLQ_DELETE_BATCH,
+    max_batches: int = DLQ_MAX_BATCHES,
+) -> int:
+    """Apply age, count then byte bounds to each queue's DLQ, oldest first, at most
+    ``max_batches`` deletes of ``batch`` rows per dimension per queue. Returns rows deleted."""
+    deleted = 0
+    for name, age, count, size in conn.execute(DLQ_QUEUES_SQL).fetchall():
+        max_age = effective_bound(age, defaults.max_age_ms)
+        max_count = effective_bound(count, defaults.max_count)
+        max_bytes = effective_bound(size, defaults.max_bytes)
+        if max_age:
+            deleted += _delete_aged(conn, name, now_ms - max_age, batch, max_batches)
+        if max_count:
+            row = conn.execute(DLQ_COUNT_CUTOFF_SQL, {"queue": name, "keep": max_count}).fetchone()
+            if row is not None:
+                deleted += _delete_through(conn, name, row[0], batch, max_batches)
+        if max_bytes:
+            params = {"queue": name, "max_bytes": max_bytes}
+            row = conn.execute(DLQ_BYTES_CUTOFF_SQL, params).fetchone()
+            if row is not None:
+                deleted += _delete_through(conn, name, row[0], batch, max_batches)
+    return deleted
+
+
+def _delete_aged(
+    conn: sqlite3.Connection, queue: str, cutoff: int, batch: int, max_batches: int
+) -> int:
+    deleted, after = 0, 0
+    for _ in range(max_batches):
+        params = {"queue": queue, "after": after, "cutoff": cutoff, "batch": batch}
+        ids = [row[0] for row in conn.execute(DLQ_DELETE_AGED_SQL, params).fetchall()]
+        deleted += len(ids)
+        if len(ids) < batch:
+            break
+        after = max(ids)
+    return deleted
+
+
+def _delete_through(
+    conn: sqlite3.Connection, queue: str, cutoff: int, batch: int, max_batches: int
+) -> int:
+    deleted = 0
+    for _ in range(max_batches):
+        params = {"queue": queue, "cutoff": cutoff, "batch": batch}
+        n = conn.execute(DLQ_DELETE_THROUGH_SQL, params).rowcount
+        deleted += n
+        if n < batch:
+            break
+    return deleted

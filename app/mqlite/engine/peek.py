@@ -1,0 +1,135 @@
+"""Peek (browse without locking) and Stats (original-behaviour §5 Peek, Stats).
+
+Every state has its own partial index on (queue, id), so Peek picks one statement per
+state (a single state equality the planner matches) and the unfiltered Peek merges the
+five index walks in id order; Stats counts each state on its index. Nothing here scans
+``messages``; ``tests/engine/test_peek.py`` pins the plans.
+"""
+
+from __future__ import annotations
+
+import sqlite3
+from contextlib import closing
+
+from mqlite import defaults
+from mqlite.errors import InvalidArgument, QueueNotFound
+from mqlite.engine.rows import MESSAGE_COLUMNS, row_to_message
+from mqlite.types import Message, State, Stats
+
+_PAGE = "queue = :queue AND id >= :from_seq"
+
+# One statement per state: the single state equality lets the planner seek that state's
+# partial index (queue, id) from ``from_seq`` and read rows already in id order.
+PEEK_ACTIVE_SQL = f"""
+SELECT {MESSAGE_COLUMNS} FROM messages WHERE state = 'active' AND {_PAGE}
+ORDER BY id LIMIT :max
+"""  # idx_msg_active
+PEEK_LOCKED_SQL = f"""
+SELECT {MESSAGE_COLUMNS} FROM messages WHERE state = 'locked' AND {_PAGE}
+ORDER BY id LIMIT :max
+"""  # idx_msg_locked_head
+PEEK_DEFERRED_SQL = f"""
+SELECT {MESSAGE_COLUMNS} FROM messages WHERE state = 'deferred' AND {_PAGE}
+ORDER BY id LIMIT :max
+"""  # idx_msg_deferred
+PEEK_SCHEDULED_SQL = f"""
+SELECT {MESSAGE_COLUMNS} FROM messages WHERE state = 'scheduled' AND {_PAGE}
+ORDER BY id LIMIT :max
+"""  # idx_msg_sched_head
+PEEK_DEAD_LETTERED_SQL = f"""
+SELECT {MESSAGE_COLUMNS} FROM messages WHERE state = 'dead_lettered' AND {_PAGE}
+ORDER BY id LIMIT :max
+"""  # idx_msg_dlq
+
+# No state filter: there is no index on (queue, id) over all states, and a rowid range
+# walk would read every other queue's rows too. A UNION ALL of the five per-state seeks
+# plans as an ordered MERGE, so the page streams in id order from the five indexes.
+PEEK_ALL_SQL = f"""
+SELECT {MESSAGE_COLUMNS} FROM messages WHERE state = 'active' AND {_PAGE}
+UNION ALL
+SELECT {MESSAGE_COLUMNS} FROM messages WHERE state = 'locked' AND {_PAGE}
+UNION ALL
+SELECT {MESSAGE_COLUMNS} FROM messages WHERE state = 'deferred' AND {_PAGE}
+UNION ALL
+SELECT {MESSAGE_COLUMNS} FROM messages WHERE state = 'scheduled' AND {_PAGE}
+UNION ALL
+SELECT {MESSAGE_COLUMNS} FROM messages WHERE state = 'dead_lettered' AND {_PAGE}
+ORDER BY id LIMIT :max
+"""
+
+_PEEK_BY_STATE: dict[str, str] = {
+    State.ACTIVE: PEEK_ACTIVE_SQL,
+    State.LOCKED: PEEK_LOCKED_SQL,
+    State.DEFERRED: PEEK_DEFERRED_SQL,
+    State.SCHEDULED: PEEK_SCHEDULED_SQL,
+    State.DEAD_LETTERED: PEEK_DEAD_LETTERED_SQL,
+}
+
+# Stats in one statement: the queue row (primary key; no row = unknown queue) plus one
+# count per state on that state's partial index, and the oldest enqueue time over active
+# and locked rows (enqueued_at is not indexed, so MIN reads those rows' records).
+STATS_SQL = """
+SELECT
+    (SELECT COUNT(*) FROM messages WHERE queue = :queue AND state = 'active'),
+    (SELECT COUNT(*) FROM messages WHERE queue = :queue AND state = 'locked'),
+    (SELECT COUNT(*) FROM messages WHERE queue = :queue AND state = 'deferred'),
+    (SELECT COUNT(*) FROM messages WHERE queue = :queue AND state = 'scheduled'),
+    (SELECT COUNT(*) FROM messages WHERE queue = :queue AND state = 'dead_lettered'),
+    (SELECT MIN(enqueued_at) FROM messages WHERE queue = :queue AND state = 'active'),
+    (SELECT MIN(enqueued_at) FROM messages WHERE queue = :queue AND state = 'locked')
+FROM queues WHERE name = :queue
+"""
+
+
+def peek(
+    conn: sqlite3.Connection, queue: str, *, state: str | None, from_seq: int, max: int
+) -> list[Message]:
+    """Browse ``queue`` from ``from_seq`` (inclusive) in seq order without locking.
+
+    ``state`` (None/"" = all) must be one of the five states. ``max`` <= 0 means 32 and is
+    capped at 1000; the page also ends after the message whose body brings the running
+    total to ``RESPONSE_BYTE_BUDGET`` (that message included). Never returns a lock token.
+    An unknown queue yields an empty page.
+    """
+    if state:
+        sql = _PEEK_BY_STATE.get(state)
+        if sql is None:
+            allowed = ", ".join(s.value for s in State)
+            raise InvalidArgument(f"unknown state {state!r}: expected one of {allowed}")
+    else:
+        sql = PEEK_ALL_SQL
+    if max <= 0:
+        max = defaults.PEEK_DEFAULT_MAX
+    max = min(max, defaults.PEEK_MAX)
+    page: list[Message] = []
+    budget = 0
+    params = {"queue": queue, "from_seq": from_seq, "max": max}
+    # Stream and close early: a page of large bodies must not be read past the budget.
+    with closing(conn.execute(sql, params)) as cursor:
+        for row in cursor:
+            message = row_to_message(row, peek=True)
+            page.append(message)
+            budget += len(message.body)
+            if budget >= defaults.RESPONSE_BYTE_BUDGET:
+                break
+    return page
+
+
+def stats(conn: sqlite3.Connection, now_ms: int, queue: str) -> Stats:
+    """Counts per state and the age of the oldest active or locked message."""
+    row = conn.execute(STATS_SQL, {"queue": queue}).fetchone()
+    if row is None:
+        raise QueueNotFound(f"queue not found: {queue}")
+    active, locked, deferred, scheduled, dead_lettered, oldest_active, oldest_locked = row
+    oldest = [t for t in (oldest_active, oldest_locked) if t is not None]
+    age = max(now_ms - min(oldest), 0) if oldest else 0
+    return Stats(
+        queue=queue,
+        active=active,
+        locked=locked,
+        deferred=deferred,
+        scheduled=scheduled,
+        dead_lettered=dead_lettered,
+        total=active + locked + deferred + scheduled + dead_lettered,
+        oldest_message_age_ms=age,
+    )

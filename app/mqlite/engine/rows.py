@@ -1,0 +1,103 @@
+"""Mapping between ``messages`` rows and ``Message`` values.
+
+Empty strings are stored as NULL and properties as a JSON object (NULL when empty), so a
+row read back gives exactly the message that was sent.
+"""
+
+from __future__ import annotations
+
+import json
+import sqlite3
+from typing import Any
+
+from mqlite.types import Message
+
+# The columns every message-returning statement selects, in this order.
+MESSAGE_COLUMNS = (
+    "id, queue, state, visible_at, locked_until, lock_token, delivery_count, enqueued_at, "
+    "expires_at, message_id, correlation_id, reply_to, group_id, content_type, subject, "
+    "properties, body, dead_letter_reason, dead_letter_description"
+)
+
+
+def encode_properties(properties: dict[str, str] | None) -> str | None:
+    if not properties:
+        return None
+    return json.dumps(properties, separators=(",", ":"), sort_keys=True, ensure_ascii=False)
+
+
+def decode_properties(text: str | None) -> dict[str, str]:
+    if not text:
+        return {}
+    value: dict[str, str] = json.loads(text)
+    return value
+
+
+def null_if_empty(value: str | None) -> str | None:
+    return value if value else None
+
+
+def row_to_message(row: sqlite3.Row | tuple[Any, ...], *, peek: bool = False) -> Message:
+    """Build a ``Message`` from a row selected with ``MESSAGE_COLUMNS``.
+
+    ``peek=True`` fills the peek-only fields (state, visible/expires, DL reason) and never
+    the lock token; otherwise the receive view (token + lease, no state).
+    """
+    (
+        seq,
+        queue,
+        state,
+        visible_at,
+        locked_until,
+        lock_token,
+        delivery_count,
+        enqueued_at,
+        expires_at,
+        message_id,
+        correlation_id,
+        reply_to,
+        group_id,
+        content_type,
+        subject,
+        properties,
+        body,
+        dl_reason,
+        dl_description,
+    ) = row
+    if peek:
+        return Message(
+            seq_number=seq,
+            queue=queue,
+            body=bytes(body),
+            message_id=message_id or "",
+            group_id=group_id or "",
+            subject=subject or "",
+            correlation_id=correlation_id or "",
+            reply_to=reply_to or "",
+            content_type=content_type or "",
+            properties=decode_properties(properties),
+            delivery_count=delivery_count,
+            enqueued_at_ms=enqueued_at,
+            locked_until_ms=locked_until,
+            state=state,
+            visible_at_ms=visible_at,
+            expires_at_ms=expires_at,
+            dead_letter_reason=dl_reason or "",
+            dead_letter_description=dl_description or "",
+        )
+    return Message(
+        seq_number=seq,
+        queue=queue,
+        body=bytes(body),
+        message_id=message_id or "",
+        group_id=group_id or "",
+        subject=subject or "",
+        correlation_id=correlation_id or "",
+        reply_to=reply_to or "",
+        content_type=content_type or "",
+        properties=decode_properties(properties),
+        delivery_count=delivery_count,
+        enqueued_at_ms=enqueued_at,
+        locked_until_ms=locked_until,
+        lock_token=lock_token or "",
+    )

@@ -1,0 +1,277 @@
+"""Settlement: complete / abandon / reject / defer / renew, fenced and idempotent.
+
+A new effect needs the current token AND an unexpired lease (``locked_until > now``;
+equality is already expired, even before the reaper runs). Each successful verb writes a
+receipt keyed by the whole request -- queue, seq, token, operation and the arguments that
+change its effect -- in the same transaction. A request matching zero rows succeeds only
+if a live receipt for exactly that request exists (a lost response being retried);
+anything else is ``LockLost``.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import sqlite3
+from collections.abc import Sequence
+
+from mqlite import defaults, errors
+from mqlite.engine.claim import new_lock_token
+from mqlite.engine.rows import MESSAGE_COLUMNS, row_to_message
+from mqlite.types import BatchResult, Message, QueueInfo
+
+OP_COMPLETE = "completed"
+OP_ABANDON = "abandoned"
+OP_REJECT = "dead_lettered"
+OP_DEFER = "deferred"
+DEFAULT_REJECT_REASON = "AppRequested"
+MAX_DELIVERY_REASON = "MaxDeliveryCountExceeded"
+
+# The fence shared by every verb: this row, this queue, this token, a live lease.
+_FENCE = "id = :seq AND queue = :queue AND lock_token = :token AND state = 'locked' " \
+    "AND locked_until > :now"
+
+COMPLETE_SQL = f"DELETE FROM messages WHERE {_FENCE}"
+
+# At the delivery limit an abandon dead-letters (count was incremented at claim, so a
+# message is delivered at most max times); with a delay it parks in `scheduled`, which
+# keeps holding its group's line on ordered paths until redelivered.
+ABANDON_SQL = f"""
+UPDATE messages SET
+    state = CASE WHEN delivery_count >= :max THEN 'dead_lettered'
+                 WHEN :delay > 0 THEN 'scheduled' ELSE 'active' END,
+    dead_letter_reason = CASE WHEN delivery_count >= :max THEN '{MAX_DELIVERY_REASON}'
+                              ELSE dead_letter_reason END,
+    visible_at = CASE WHEN delivery_count >= :max THEN visible_at
+                      ELSE :now + MAX(:delay, 0) END,
+    lock_token = NULL, locked_until = 0
+ WHERE {_FENCE}
+"""
+
+REJECT_SQL = f"""
+UPDATE messages SET state = 'dead_lettered', dead_letter_reason = :reason,
+    dead_letter_description = :description, lock_token = NULL, locked_until = 0
+ WHERE {_FENCE}
+"""
+
+DEFER_SQL = f"""
+UPDATE messages SET state = 'deferred', lock_token = NULL, locked_until = 0
+ WHERE {_FENCE}
+"""
+
+# Never shortens a lease (a stale retry or a clock step back keeps the later deadline) and
+# never revives an expired one (the fence requires locked_until > now).
+RENEW_SQL = f"""
+UPDATE messages SET locked_until = MAX(locked_until, :now + :lock)
+ WHERE {_FENCE}
+RETURNING locked_until
+"""
+
+INSERT_RECEIPT_SQL = """
+INSERT OR REPLACE INTO settlement_receipts
+    (lock_token, queue, seq_number, operation, args, created_at, expires_at)
+VALUES (?, ?, ?, ?, ?, ?, ?)
+"""
+
+# Expiry is judged at statement time: a receipt merely not yet pruned cannot replay.
+LOOKUP_RECEIPT_SQL = """
+SELECT 1 FROM settlement_receipts
+ WHERE queue = ? AND seq_number = ? AND lock_token = ? AND operation = ? AND args = ?
+   AND expires_at > ?
+"""
+
+COMPLETE_PAIR_SQL = """
+DELETE FROM messages
+ WHERE id = ? AND queue = ? AND lock_token = ? AND state = 'locked' AND locked_until > ?
+"""
+
+RECEIVE_DEFERRED_SQL = f"""
+UPDATE messages SET state = 'locked', lock_token = :token, locked_until = :until,
+    delivery_count = delivery_count + 1
+ WHERE id = :seq AND queue = :queue AND state = 'deferred'
+RETURNING {MESSAGE_COLUMNS}
+"""
+
+
+def _length_prefixed(*parts: str) -> str:
+    """Hash of ``<len>:<part>`` per part: unambiguous, fixed size, on-disk compatible."""
+    text = "".join(f"{len(p.encode('utf-8'))}:{p}" for p in parts)
+    return hashlib.sha256(text.encode("utf-8")).hexdigest()
+
+
+def abandon_args(delay_ms: int) -> str:
+    return _length_prefixed(str(int(delay_ms)))
+
+
+def reject_args(reason: str, description: str) -> str:
+    return _length_prefixed(reason or DEFAULT_REJECT_REASON, description)
+
+
+def _settle(
+    conn: sqlite3.Connection,
+    now_ms: int,
+    sql: str,
+    params: dict[str, object],
+    operation: str,
+    args: str,
+) -> bool:
+    """Run one fenced verb; return True for a fresh effect, False for a receipt replay."""
+    queue, seq, token = params["queue"], params["seq"], params["token"]
+    if not token:
+        raise errors.LockLost("lock lost: empty lock token")
+    params["now"] = now_ms
+    if conn.execute(sql, params).rowcount > 0:
+        conn.execute(
+            INSERT_RECEIPT_SQL,
+            (token, queue, seq, operation, args, now_ms, now_ms + defaults.SETTLEMENT_RECEIPT_TTL_MS),
+        )
+        return True
+    if conn.execute(LOOKUP_RECEIPT_SQL, (queue, seq, token, operation, args, now_ms)).fetchone():
+        return False
+    raise errors.LockLost(
+        f"lock lost on message {seq} in {queue!r}: wrong or expired token, or already settled"
+    )
+
+
+def complete(conn: sqlite3.Connection, now_ms: int, queue: str, seq: int, token: str) -> bool:
+    params: dict[str, object] = {"queue": queue, "seq": seq, "token": token}
+    return _settle(conn, now_ms, COMPLETE_SQL, params, OP_COMPLETE, "")
+
+
+def abandon(
+    conn: sqlite3.Connection,
+    now_ms: int,
+    queue: QueueInfo,
+    seq: int,
+    token: str,
+    delay_ms: int,
+) -> bool:
+    params: dict[str, object] = {
+        "queue": queue.name,
+        "seq": seq,
+        "token": token,
+        "max": queue.config.max_delivery_count,
+        "delay": delay_ms,
+    }
+    return _settle(conn, now_ms, ABANDON_SQL, params, OP_ABANDON, abandon_args(delay_ms))
+
+
+def reject(
+    conn: sqlite3.Connection,
+    now_ms: int,
+    queue: str,
+    seq: int,
+    token: str,
+    reason: str,
+    description: str,
+) -> bool:
+    params: dict[str, object] = {
+        "queue": queue,
+        "seq": seq,
+        "token": token,
+        "reason": reason or DEFAULT_REJECT_REASON,
+        "description": description or None,
+    }
+    return _settle(conn, now_ms, REJECT_SQL, params, OP_REJECT, reject_args(reason, description))
+
+
+def defer(conn: sqlite3.Connection, now_ms: int, queue: str, seq: int, token: str) -> bool:
+    params: dict[str, object] = {"queue": queue, "seq": seq, "token": token}
+    return _settle(conn, now_ms, DEFER_SQL, params, OP_DEFER, "")
+
+
+def renew(conn: sqlite3.Connection, now_ms: int, queue: QueueInfo, seq: int, token: str) -> int:
+    """Extend a live lease; return the committed deadline. No receipt: renewing is repeatable."""
+    if not token:
+        raise errors.LockLost("lock lost: empty lock token")
+    params = {
+        "queue": queue.name,
+        "seq": seq,
+        "token": token,
+        "now": now_ms,
+        "lock": queue.config.lock_duration_ms,
+    }
+    row = conn.execute(RENEW_SQL, params).fetchone()
+    if row is None:
+        raise errors.LockLost(
+            f"lock lost on message {seq} in {queue.name!r}: wrong or expired token"
+        )
+    return int(row[0])
+
+
+def complete_batch(
+    conn: sqlite3.Connection, now_ms: int, queue: str, pairs: Sequence[tuple[int, str]]
+) -> tuple[list[BatchResult], int]:
+    """Complete many pairs in the caller's transaction; per-item ok, never failing the batch.
+
+    Keyed by the (seq, token) PAIR: the same seq with a stale and a live token is ok only
+    for the live one. Receipts are looked up before new ones are written, so a pair never
+    vouches for itself within one batch. Returns the results and the rows deleted now.
+    """
+    done: set[tuple[int, str]] = set()
+    execute = conn.execute
+    expires = now_ms + defaults.SETTLEMENT_RECEIPT_TTL_MS
+    fresh: list[tuple[int, str]] = []
+    for seq, token in pairs:
+        if token and (seq, token) not in done and execute(
+            COMPLETE_PAIR_SQL, (seq, queue, token, now_ms)
+        ).rowcount:
+            done.add((seq, token))
+            fresh.append((seq, token))
+    for seq, token in pairs:
+        if token and (seq, token) not in done and execute(
+            LOOKUP_RECEIPT_SQL, (queue, seq, token, OP_COMPLETE, "", now_ms)
+        ).fetchone():
+            done.add((seq, token))
+    conn.executemany(
+        INSERT_RECEIPT_SQL,
+        [(token, queue, seq, OP_COMPLETE, "", now_ms, expires) for seq, token in fresh],
+    )
+    results = [BatchResult(seq, bool(token) and (seq, token) in done) for seq, token in pairs]
+    return results, len(fresh)
+
+
+def renew_batch_sql(n: int) -> str:
+    """One statement for the whole batch: a renewal is a claim about the future, keepable
+    only within a single statement (across several, an early lease could lapse)."""
+    values = ",".join(["(?, ?)"] * n)
+    return f"""
+WITH pairs(seq, token) AS (VALUES {values})
+UPDATE messages SET locked_until = MAX(locked_until, ? + ?)
+ WHERE queue = ? AND state = 'locked' AND locked_until > ?
+   AND id IN (SELECT seq FROM pairs)
+   AND (id, lock_token) IN (SELECT seq, token FROM pairs)
+RETURNING id, lock_token, locked_until
+"""
+
+
+def renew_batch(
+    conn: sqlite3.Connection,
+    now_ms: int,
+    queue: QueueInfo,
+    pairs: Sequence[tuple[int, str]],
+) -> dict[tuple[int, str], int]:
+    """Renew every live pair in ONE statement; return committed deadline per renewed pair."""
+    live = [(seq, token) for seq, token in pairs if token]
+    if not live:
+        return {}
+    params: list[object] = [x for pair in live for x in pair]
+    params += [now_ms, queue.config.lock_duration_ms, queue.name, now_ms]
+    rows = conn.execute(renew_batch_sql(len(live)), params).fetchall()
+    return {(int(seq), str(token)): int(until) for seq, token, until in rows}
+
+
+def receive_deferred(
+    conn: sqlite3.Connection, now_ms: int, queue: QueueInfo, seqs: Sequence[int]
+) -> list[Message]:
+    """Lock deferred messages by seq, in request order; others are silently skipped."""
+    out: list[Message] = []
+    until = now_ms + queue.config.lock_duration_ms
+    for seq in seqs:
+        row = conn.execute(
+            RECEIVE_DEFERRED_SQL,
+            {"token": new_lock_token(), "until": until, "seq": seq, "queue": queue.name},
+        ).fetchone()
+        if row is not None:
+            out.append(row_to_message(row))
+    return out
+

@@ -1,0 +1,295 @@
+"""The storage seam: open, pragmas, schema guard, the one writer, transactions, recovery hook.
+
+Exactly one ``sqlite3`` connection per database; every statement runs under one lock, so
+writes are serialized before SQLite sees them (no SQLITE_BUSY loops, no interleaving). A
+local file also takes a non-blocking ``flock`` on the sidecar ``<canonical path>.lock`` so a
+second opener -- another process, or this one again -- fails fast with ``DBLocked`` instead of
+corrupting claims. A remote store (a later issue) implements the same four verbs: open,
+``transaction()``, ``execute`` through the yielded connection, and ``recover``-on-open by the
+engine.
+"""
+
+from __future__ import annotations
+
+import fcntl
+import os
+import sqlite3
+import threading
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
+from dataclasses import dataclass, field
+from importlib import resources
+
+from mqlite import defaults, errors
+
+SCHEMA_VERSION = "5"
+MIN_SQLITE = (3, 37, 0)
+
+# Columns an access_keys table must have for this binary to accept a database that has one.
+_ACCESS_KEYS_COLUMNS = (
+    "id",
+    "name",
+    "token_sha256",
+    "permissions",
+    "created_at",
+    "expires_at",
+    "revoked_at",
+)
+
+
+def schema_sql() -> str:
+    """The canonical DDL shipped as package data (pinned by the golden test)."""
+    return resources.files("mqlite.engine").joinpath("schema.sql").read_text(encoding="utf-8")
+
+
+def schema_statements() -> list[str]:
+    """``schema.sql`` split into single statements (full-line ``--`` comments dropped)."""
+    lines = [ln for ln in schema_sql().splitlines() if not ln.lstrip().startswith("--")]
+    return [s.strip() for s in "\n".join(lines).split(";") if s.strip()]
+
+
+@dataclass(frozen=True, slots=True)
+class Location:
+    """Where a DSN points: ``path`` is None for an in-memory database."""
+
+    path: str | None
+
+    @property
+    def is_memory(self) -> bool:
+        return self.path is None
+
+    @property
+    def backend(self) -> str:
+        return "memory" if self.path is None else "local file"
+
+
+def parse_dsn(dsn: str) -> Location:
+    """Accept ``:memory:``/empty, ``file:<path>[?query]`` and a bare path.
+
+    The query string is dropped: mqlite sets its own pragmas, so options smuggled in a DSN
+    cannot weaken durability or the single-writer guard.
+    """
+    text = (dsn or "").strip()
+    if text.startswith("file:"):
+        text = text[len("file:") :]
+    text = text.split("?", 1)[0]
+    if text in ("", ":memory:"):
+        return Location(None)
+    return Location(os.path.realpath(os.path.abspath(os.path.expanduser(text))))
+
+
+def parse_sync(value: str | None) -> str:
+    mode = (value or defaults.DEFAULT_SYNC).strip().upper()
+    if mode not in defaults.SYNC_MODES:
+        raise errors.InvalidArgument(
+            f"synchronous must be one of {', '.join(defaults.SYNC_MODES)}, got {value!r}"
+        )
+    return mode
+
+
+@dataclass
+class _TxState:
+    depth: int = 0
+    after_commit: list[Callable[[], None]] = field(default_factory=list)
+
+
+class Store:
+    """One connection, one writer; ``transaction()`` is the only way to write."""
+
+    def __init__(
+        self,
+        dsn: str,
+        *,
+        sync: str | None = None,
+        busy_timeout_ms: int = defaults.BUSY_TIMEOUT_MS,
+    ) -> None:
+        if sqlite3.sqlite_version_info < MIN_SQLITE:
+            raise errors.UnsupportedSQLite(
+                f"SQLite {sqlite3.sqlite_version} is too old: mqlite needs 3.37 or newer"
+            )
+        self.location = parse_dsn(dsn)
+        self.sync = parse_sync(sync)
+        self._lock = threading.RLock()
+        self._tx = _TxState()
+        self._lock_fd: int | None = None
+        self._closed = False
+        if self.location.path is not None:
+            self._lock_fd = _take_file_lock(self.location.path + ".lock")
+        try:
+            self.conn = self._connect(busy_timeout_ms)
+            self._install_schema()
+        except BaseException:
+            self._release_file_lock()
+            raise
+
+    # -- opening -------------------------------------------------------------------------
+
+    def _connect(self, busy_timeout_ms: int) -> sqlite3.Connection:
+        target = self.location.path or ":memory:"
+        conn = sqlite3.connect(target, isolation_level=None, check_same_thread=False)
+        try:
+            conn.execute(f"PRAGMA busy_timeout={int(busy_timeout_ms)}")
+            conn.execute("PRAGMA foreign_keys=ON")
+            if self.location.path is not None:
+                # auto_vacuum only takes effect before the first table exists.
+                conn.execute("PRAGMA auto_vacuum=INCREMENTAL")
+                conn.execute("PRAGMA journal_mode=WAL")
+                conn.execute(f"PRAGMA synchronous={self.sync}")
+                conn.execute("PRAGMA temp_store=MEMORY")
+        except BaseException:
+            conn.close()
+            raise
+        return conn
+
+    def _install_schema(self) -> None:
+        """Refuse a foreign schema token before running any DDL; then create what is missing."""
+        conn = self.conn
+        has_meta = conn.execute(
+            "SELECT 1 FROM sqlite_master WHERE type='table' AND name='meta'"
+        ).fetchone()
+        if has_meta:
+            row = conn.execute("SELECT value FROM meta WHERE key='schema_version'").fetchone()
+            if row is not None and row[0] != SCHEMA_VERSION:
+                raise errors.SchemaVersionMismatch(
+                    f"database schema version {row[0]!r} does not match this mqlite "
+                    f"({SCHEMA_VERSION!r}); mqlite never migrates: keep the old database with "
+                    "its old binary and create a new one"
+                )
+        cols = [r[1] for r in conn.execute("PRAGMA table_info(access_keys)").fetchall()]
+        if cols and tuple(cols) != _ACCESS_KEYS_COLUMNS:
+            raise errors.SchemaVersionMismatch(
+                "database has an unrelated table named access_keys; refusing to modify it"
+            )
+        conn.execute("BEGIN IMMEDIATE")
+        try:
+            for stmt in schema_statements():
+                conn.execute(stmt)
+            conn.execute(
+                "INSERT OR IGNORE INTO meta(key, value) VALUES ('schema_version', ?)",
+                (SCHEMA_VERSION,),
+            )
+            conn.execute("COMMIT")
+        except BaseException:
+            conn.execute("ROLLBACK")
+            raise
+
+    # -- the one writer ------------------------------------------------------------------
+
+    @contextmanager
+    def transaction(self) -> Iterator[sqlite3.Connection]:
+        """Run a block atomically on the one connection.
+
+        The outermost block is ``BEGIN IMMEDIATE`` ... ``COMMIT`` (rollback on any
+        exception); a block nested in it on the same thread (an mqlite verb inside the
+        caller's ``tx()``) is a SAVEPOINT, so a failing verb undoes only its own writes.
+        Callbacks registered with ``after_commit`` run once the outermost block commits.
+        """
+        with self._lock:
+            if self._closed:
+                raise errors.Closed()
+            state = self._tx
+            conn = self.conn
+            if state.depth == 0:
+                conn.execute("BEGIN IMMEDIATE")
+            else:
+                conn.execute(f"SAVEPOINT sp{state.depth}")
+            state.depth += 1
+            try:
+                yield conn
+            except BaseException:
+                state.depth -= 1
+                if state.depth == 0:
+                    conn.execute("ROLLBACK")
+                    state.after_commit.clear()
+                else:
+                    conn.execute(f"ROLLBACK TO sp{state.depth}")
+                    conn.execute(f"RELEASE sp{state.depth}")
+                raise
+            state.depth -= 1
+            if state.depth > 0:
+                conn.execute(f"RELEASE sp{state.depth}")
+                return
+            try:
+                conn.execute("COMMIT")
+            except BaseException:
+                if conn.in_transaction:
+                    conn.execute("ROLLBACK")
+                state.after_commit.clear()
+                raise
+            callbacks, state.after_commit = state.after_commit, []
+        for callback in callbacks:
+            callback()
+
+    def after_commit(self, callback: Callable[[], None]) -> None:
+        """Run ``callback`` after the current outermost transaction commits (never on rollback)."""
+        self._tx.after_commit.append(callback)
+
+    @contextmanager
+    def connection(self) -> Iterator[sqlite3.Connection]:
+        """The connection outside any transaction (pragmas like checkpoint/incremental_vacuum)."""
+        with self._lock:
+            if self._closed:
+                raise errors.Closed()
+            if self._tx.depth:
+                raise errors.InvalidArgument("not allowed inside a transaction")
+            yield self.conn
+
+    @property
+    def closed(self) -> bool:
+        return self._closed
+
+    def close(self) -> None:
+        """Wait for in-flight work, checkpoint the WAL, close, then release the file lock."""
+        with self._lock:
+            if self._closed:
+                return
+            self._closed = True
+            try:
+                if self.location.path is not None:
+                    try:
+                        self.conn.execute("PRAGMA wal_checkpoint(TRUNCATE)")
+                    except sqlite3.Error:
+                        pass  # closing must not fail on a busy checkpoint; the WAL stays valid
+                self.conn.close()
+            finally:
+                self._release_file_lock()
+
+    def _release_file_lock(self) -> None:
+        if self._lock_fd is not None:
+            try:
+                fcntl.flock(self._lock_fd, fcntl.LOCK_UN)
+            finally:
+                os.close(self._lock_fd)
+                self._lock_fd = None
+
+    def db_size_bytes(self) -> int:
+        """On-disk footprint (db + WAL + shm); 0 in memory."""
+        if self.location.path is None:
+            return 0
+        total = 0
+        for suffix in ("", "-wal", "-shm"):
+            try:
+                total += os.path.getsize(self.location.path + suffix)
+            except OSError:
+                pass
+        return total
+
+
+def _take_file_lock(lock_path: str) -> int:
+    """Non-blocking exclusive flock on the sidecar; never deleted (the OS drops it on crash)."""
+    directory = os.path.dirname(lock_path)
+    if directory and not os.path.isdir(directory):
+        raise errors.InvalidArgument(f"database directory does not exist: {directory}")
+    fd = os.open(lock_path, os.O_RDWR | os.O_CREAT, 0o600)
+    try:
+        fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+    except BlockingIOError:
+        os.close(fd)
+        raise errors.DBLocked(
+            f"database is locked by another mqlite process ({lock_path}); "
+            "one writer per database: run one broker and connect to it"
+        ) from None
+    except BaseException:
+        os.close(fd)
+        raise
+    return fd

@@ -1,0 +1,199 @@
+"""The one error vocabulary: exception class <-> wire code <-> HTTP status.
+
+Every error mqlite raises is an ``MQLiteError`` subclass carrying the wire ``code`` and
+``http_status`` of the spec's error table (api-reference "Errors"). The class docstring is
+the default message, so ``raise LockLost()`` says something useful on its own. The HTTP
+client re-raises the same classes from the wire code, so embedded and remote callers
+handle errors identically.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import ClassVar
+
+
+class MQLiteError(Exception):
+    """mqlite error."""
+
+    code: ClassVar[str] = "internal"
+    http_status: ClassVar[int] = 500
+
+    def __init__(self, message: str | None = None) -> None:
+        self.message = message or (self.__doc__ or self.code).strip().splitlines()[0]
+        super().__init__(self.message)
+
+
+class InvalidArgument(MQLiteError):
+    """invalid argument."""
+
+    code = "invalid_argument"
+    http_status = 400
+
+
+class GroupRequired(MQLiteError):
+    """group_id is required on every send to a group_fifo queue."""
+
+    code = "group_required"
+    http_status = 400
+
+
+class Unauthenticated(MQLiteError):
+    """missing or invalid Bearer token."""
+
+    code = "unauthenticated"
+    http_status = 401
+
+
+class PermissionDenied(MQLiteError):
+    """the credential lacks the permission this operation requires."""
+
+    code = "permission_denied"
+    http_status = 403
+
+
+class NotFound(MQLiteError):
+    """not found."""
+
+    code = "not_found"
+    http_status = 404
+
+
+class QueueNotFound(NotFound):
+    """queue not found."""
+
+
+class DedupConflict(MQLiteError):
+    """a message with this message_id and a different body is already in the dedup window."""
+
+    code = "already_exists"
+    http_status = 409
+
+
+class NameConflict(MQLiteError):
+    """the name is already used by a queue, subscription or topic of another kind."""
+
+    code = "name_conflict"
+    http_status = 409
+
+
+class KeyConflict(MQLiteError):
+    """an access key with this id or token digest is already registered."""
+
+    code = "key_conflict"
+    http_status = 409
+
+
+class LockLost(MQLiteError):
+    """lock lost: the lock token is wrong, expired, or the message was already settled."""
+
+    code = "lock_lost"
+    http_status = 409
+
+
+class QueueChanged(MQLiteError):
+    """the queue name now identifies a different generation; nothing was deleted."""
+
+    code = "queue_changed"
+    http_status = 409
+
+
+class QueueNotEmpty(MQLiteError):
+    """the queue still holds messages (in some state); drain or settle them first."""
+
+    code = "queue_not_empty"
+    http_status = 409
+
+
+class MessageTooLarge(MQLiteError):
+    """message body is larger than the configured maximum."""
+
+    code = "message_too_large"
+    http_status = 413
+
+
+class Canceled(MQLiteError):
+    """the request was canceled by the client."""
+
+    code = "canceled"
+    http_status = 499
+
+
+class OutcomeUnknown(MQLiteError):
+    """a remote write lost its commit acknowledgement: it may or may not have applied."""
+
+    code = "outcome_unknown"
+    http_status = 503
+
+
+class Unimplemented(MQLiteError):
+    """method not implemented (POST required)."""
+
+    code = "unimplemented"
+    http_status = 405
+
+
+class Internal(MQLiteError):
+    """internal error."""
+
+    code = "internal"
+    http_status = 500
+
+
+# Errors that only exist in-process (they never cross the wire as their own code; a
+# broker that hits them at startup refuses to start instead).
+class DBLocked(MQLiteError):
+    """database is locked by another mqlite process (one writer per database file)."""
+
+    code = "internal"
+    http_status = 500
+
+
+class SchemaVersionMismatch(MQLiteError):
+    """database schema version does not match this mqlite; recreate it (mqlite never migrates)."""
+
+    code = "internal"
+    http_status = 500
+
+
+class Closed(MQLiteError):
+    """the engine is closed."""
+
+    code = "internal"
+    http_status = 500
+
+
+class UnsupportedSQLite(MQLiteError):
+    """the SQLite library is too old: mqlite needs SQLite 3.37 or newer (STRICT, RETURNING)."""
+
+    code = "internal"
+    http_status = 500
+
+
+def _wire_classes() -> Mapping[str, type[MQLiteError]]:
+    """Map each wire code to the one class the HTTP client re-raises for it."""
+    table: dict[str, type[MQLiteError]] = {}
+    for cls in (
+        InvalidArgument,
+        GroupRequired,
+        Unauthenticated,
+        PermissionDenied,
+        NotFound,
+        DedupConflict,
+        NameConflict,
+        KeyConflict,
+        LockLost,
+        QueueChanged,
+        QueueNotEmpty,
+        MessageTooLarge,
+        Canceled,
+        OutcomeUnknown,
+        Unimplemented,
+        Internal,
+    ):
+        assert cls.code not in table, f"duplicate wire code {cls.code}"
+        table[cls.code] = cls
+    return table
+
+
+BY_CODE: Mapping[str, type[MQLiteError]] = _wire_classes()

@@ -1,0 +1,55 @@
+"""The only APScheduler import: runs the engine's maintenance passes on the spec's cadences.
+
+Reaper and scheduler every 1 s, TTL sweep every 10 s, janitors (dedup/receipts/attempts,
+DLQ retention, free-page reclaim) every 60 s; each first fires one interval after start.
+One worker thread: passes serialize on the single writer anyway, and one thread keeps a
+slow pass from piling up copies of itself (max_instances=1, coalesce).
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Callable
+from typing import Any
+
+from apscheduler.executors.pool import ThreadPoolExecutor
+from apscheduler.schedulers.background import BackgroundScheduler
+
+from mqlite import defaults, errors
+from mqlite.engine import Engine
+
+log = logging.getLogger("mqlite.maintenance")
+
+
+class MaintenanceScheduler:
+    def __init__(self, engine: Engine) -> None:
+        self._engine = engine
+        self._scheduler = BackgroundScheduler(
+            executors={"default": ThreadPoolExecutor(1)},
+            job_defaults={"coalesce": True, "max_instances": 1, "misfire_grace_time": None},
+            timezone="UTC",
+        )
+        self._add("reap_locks", engine.reap_locks, defaults.REAPER_INTERVAL_MS)
+        self._add("activate_scheduled", engine.activate_scheduled, defaults.SCHEDULER_INTERVAL_MS)
+        self._add("expire_ttl", engine.expire_ttl, defaults.TTL_INTERVAL_MS)
+        self._add("janitors", engine.run_janitors, defaults.JANITOR_INTERVAL_MS)
+        self._add("reclaim_free_pages", engine.reclaim_free_pages, defaults.JANITOR_INTERVAL_MS)
+
+    def _add(self, name: str, fn: Callable[[], Any], every_ms: int) -> None:
+        def run() -> None:
+            try:
+                fn()
+            except errors.Closed:
+                pass  # shutting down: the engine refused new work
+            except Exception:  # a failed pass is logged and retried next tick, never fatal
+                log.exception("maintenance pass failed", extra={"pass": name})
+
+        self._scheduler.add_job(run, "interval", seconds=every_ms / 1000.0, id=name, name=name)
+
+    def start(self) -> None:
+        self._scheduler.start()
+
+    def stop(self) -> None:
+        """Stop the loops and wait for a running pass to finish."""
+        if self._scheduler.running:
+            self._scheduler.shutdown(wait=True)

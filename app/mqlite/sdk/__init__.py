@@ -1,0 +1,1 @@
+"""Client surfaces over the engine (embedded) and, later, over HTTP."""

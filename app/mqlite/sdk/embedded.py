@@ -1,0 +1,69 @@
+"""The embedded client: the engine in your process, plus its background maintenance.
+
+``open_embedded`` is the public entry point. The client IS the engine (same methods,
+same exceptions) with the APScheduler loops attached when ``background=True``.
+"""
+
+from __future__ import annotations
+
+import os
+
+from mqlite import defaults
+from mqlite.clock import Clock
+from mqlite.config import Settings
+from mqlite.engine import DLQBounds, Engine
+from mqlite.scheduling import MaintenanceScheduler
+
+
+class EmbeddedClient(Engine):
+    """An in-process broker on one SQLite file (or ``:memory:``)."""
+
+    def __init__(
+        self,
+        dsn: str,
+        *,
+        clock: Clock | None = None,
+        background: bool = True,
+        sync: str | None = None,
+        max_message_bytes: int = defaults.MAX_MESSAGE_BYTES,
+        dlq_max_age_ms: int = 0,
+        dlq_max_count: int = 0,
+        dlq_max_bytes: int = 0,
+    ) -> None:
+        if sync is None:
+            sync = Settings.from_env(os.environ).sync
+        super().__init__(
+            dsn,
+            clock=clock,
+            sync=sync,
+            max_message_bytes=max_message_bytes,
+            dlq_defaults=DLQBounds(dlq_max_age_ms, dlq_max_count, dlq_max_bytes),
+        )
+        self._scheduler: MaintenanceScheduler | None = None
+        if background:
+            self._scheduler = MaintenanceScheduler(self)
+            self._scheduler.start()
+
+    def close(self) -> None:
+        """Stop the loops, wake long polls, wait for in-flight work, checkpoint and close."""
+        if self._scheduler is not None:
+            self.notifier.close()
+            self._scheduler.stop()
+            self._scheduler = None
+        super().close()
+
+    def __enter__(self) -> EmbeddedClient:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+
+def open_embedded(dsn: str = "file:./mq.db", **options: object) -> EmbeddedClient:
+    """Open (creating if needed) a broker database in this process.
+
+    Options: ``clock``, ``background`` (default True), ``sync`` (NORMAL/FULL/OFF/EXTRA;
+    default from ``MQLITE_SYNC`` or NORMAL), ``max_message_bytes``, ``dlq_max_age_ms``,
+    ``dlq_max_count``, ``dlq_max_bytes`` (engine-default DLQ bounds, 0 = unbounded).
+    """
+    return EmbeddedClient(dsn, **options)  # type: ignore[arg-type]

@@ -1,0 +1,201 @@
+"""Value objects shared by every layer: states, ordering modes, queue config, messages.
+
+Enum values are the wire strings. Times are epoch milliseconds with ``_ms`` in the name.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from dataclasses import dataclass, field
+from enum import StrEnum
+from typing import Any, Protocol
+
+from mqlite import defaults
+
+
+class State(StrEnum):
+    ACTIVE = "active"
+    LOCKED = "locked"
+    DEFERRED = "deferred"
+    SCHEDULED = "scheduled"
+    DEAD_LETTERED = "dead_lettered"
+
+
+class OrderingMode(StrEnum):
+    STANDARD = "standard"
+    GROUP_FIFO = "group_fifo"
+    STRICT_FIFO = "strict_fifo"
+
+
+class QueueKind(StrEnum):
+    QUEUE = "queue"
+    SUBSCRIPTION = "subscription"
+
+
+class ReceiveMode(StrEnum):
+    PEEK_LOCK = "peek_lock"
+    RECEIVE_AND_DELETE = "receive_and_delete"
+
+
+@dataclass(frozen=True, slots=True)
+class QueueConfig:
+    """Per-queue configuration (api-reference CreateQueue).
+
+    ``0`` for ``lock_duration_ms``/``max_delivery_count`` takes the default (30 s / 10).
+    ``default_ttl_ms`` 0 = unlimited; ``dedup_window_ms`` 0 = off. DLQ bounds: 0 inherits
+    the engine default, >0 bounds, -1 (any negative) = unbounded.
+    """
+
+    lock_duration_ms: int = defaults.LOCK_DURATION_MS
+    max_delivery_count: int = defaults.MAX_DELIVERY_COUNT
+    default_ttl_ms: int = 0
+    dead_letter_on_expire: bool = True
+    dedup_window_ms: int = 0
+    ordering_mode: str = OrderingMode.STANDARD
+    dlq_max_age_ms: int = 0
+    dlq_max_count: int = 0
+    dlq_max_bytes: int = 0
+    kind: str = QueueKind.QUEUE
+
+
+@dataclass(frozen=True, slots=True)
+class OutMessage:
+    """A message to send. Empty strings mean "not set"; properties are string -> string."""
+
+    body: bytes = b""
+    message_id: str = ""
+    group_id: str = ""
+    subject: str = ""
+    correlation_id: str = ""
+    reply_to: str = ""
+    content_type: str = ""
+    properties: dict[str, str] = field(default_factory=dict)
+
+
+class Settler(Protocol):
+    """What a received message's bound settle methods call (embedded or HTTP client)."""
+
+    def complete(self, queue: str, seq_number: int, lock_token: str) -> None: ...
+
+    def abandon(self, queue: str, seq_number: int, lock_token: str, delay_ms: int = 0) -> None: ...
+
+    def reject(
+        self, queue: str, seq_number: int, lock_token: str, reason: str = "", description: str = ""
+    ) -> None: ...
+
+    def defer(self, queue: str, seq_number: int, lock_token: str) -> None: ...
+
+    def renew(self, queue: str, seq_number: int, lock_token: str) -> None: ...
+
+
+@dataclass(frozen=True, slots=True)
+class Message:
+    """A received or peeked message (the wire ``Message``).
+
+    Receive fills ``lock_token``/``locked_until_ms`` (peek-lock); Peek fills ``state``,
+    ``visible_at_ms``, ``expires_at_ms`` and the dead-letter fields and never a token.
+    Messages from a receive carry bound settle methods (``m.complete()`` ...).
+    """
+
+    seq_number: int
+    queue: str = ""
+    body: bytes = b""
+    message_id: str = ""
+    group_id: str = ""
+    subject: str = ""
+    correlation_id: str = ""
+    reply_to: str = ""
+    content_type: str = ""
+    properties: dict[str, str] = field(default_factory=dict)
+    delivery_count: int = 0
+    enqueued_at_ms: int = 0
+    locked_until_ms: int = 0
+    lock_token: str = ""
+    state: str = ""
+    visible_at_ms: int = 0
+    expires_at_ms: int = 0
+    dead_letter_reason: str = ""
+    dead_letter_description: str = ""
+    _settler: Settler | None = field(default=None, repr=False, compare=False)
+
+    def bind(self, settler: Settler) -> Message:
+        """Return a copy whose settle methods go through ``settler``."""
+        return dataclasses.replace(self, _settler=settler)
+
+    def _require_settler(self) -> Settler:
+        if self._settler is None or not self.lock_token:
+            from mqlite.errors import InvalidArgument
+
+            raise InvalidArgument("this message holds no lock to settle (peeked or receive-and-delete)")
+        return self._settler
+
+    def complete(self) -> None:
+        self._require_settler().complete(self.queue, self.seq_number, self.lock_token)
+
+    def abandon(self, delay_ms: int = 0) -> None:
+        self._require_settler().abandon(self.queue, self.seq_number, self.lock_token, delay_ms)
+
+    def reject(self, reason: str = "", description: str = "") -> None:
+        self._require_settler().reject(
+            self.queue, self.seq_number, self.lock_token, reason, description
+        )
+
+    def defer(self) -> None:
+        self._require_settler().defer(self.queue, self.seq_number, self.lock_token)
+
+    def renew(self) -> None:
+        self._require_settler().renew(self.queue, self.seq_number, self.lock_token)
+
+
+@dataclass(frozen=True, slots=True)
+class QueueInfo:
+    """A queue as ListQueues reports it, with its full config and generation."""
+
+    name: str
+    config: QueueConfig
+    generation: str
+    created_at_ms: int = 0
+    updated_at_ms: int = 0
+
+    @property
+    def kind(self) -> str:
+        return self.config.kind
+
+
+@dataclass(frozen=True, slots=True)
+class Subscription:
+    topic: str
+    name: str
+    expr: str = ""
+
+
+@dataclass(frozen=True, slots=True)
+class Stats:
+    queue: str
+    active: int = 0
+    locked: int = 0
+    deferred: int = 0
+    scheduled: int = 0
+    dead_lettered: int = 0
+    total: int = 0
+    oldest_message_age_ms: int = 0
+
+
+@dataclass(frozen=True, slots=True)
+class BatchResult:
+    """One item of CompleteBatch (``locked_until_ms`` is 0) or RenewBatch."""
+
+    seq_number: int
+    ok: bool
+    locked_until_ms: int = 0
+
+
+@dataclass(frozen=True, slots=True)
+class FilterTestResult:
+    valid: bool
+    error: str = ""
+    ran: bool = False
+    matched: bool = False
+
+
+JSONDict = dict[str, Any]

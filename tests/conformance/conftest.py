@@ -1,0 +1,72 @@
+"""Fixtures of the conformance suite: a FakeClock, a file-backed engine with background
+loops off (time moves only through ``clock.advance`` + ``mq.run_maintenance_once()``),
+and a helper to create queues. Helpers shared by the test modules live in
+``conformance_support.py`` beside this file.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+import mqlite
+from mqlite import QueueConfig
+from mqlite.clock import FakeClock
+
+T0 = 1_700_000_000_000
+
+
+@pytest.fixture
+def clock() -> FakeClock:
+    return FakeClock(T0)
+
+
+@pytest.fixture
+def db_path(tmp_path: Path) -> Path:
+    return tmp_path / "mq.db"
+
+
+@pytest.fixture
+def dsn(db_path: Path) -> str:
+    return "file:" + str(db_path)
+
+
+@pytest.fixture
+def open_mq(dsn: str, clock: FakeClock) -> Iterator[Callable[..., Any]]:
+    """Factory: ``open_mq(dsn=None, **options)`` opens an engine (default: the test's file
+    DB and clock, background off); every engine it opened is closed at teardown."""
+    opened: list[Any] = []
+
+    def _open(target: str | None = None, **options: Any) -> Any:
+        options.setdefault("clock", clock)
+        options.setdefault("background", False)
+        engine = mqlite.open_embedded(target if target is not None else dsn, **options)
+        opened.append(engine)
+        return engine
+
+    yield _open
+    for engine in reversed(opened):
+        try:
+            engine.close()
+        except Exception:  # already closed, or closed by the test
+            pass
+
+
+@pytest.fixture
+def mq(open_mq: Callable[..., Any]) -> Any:
+    """The engine under test: a file DB in tmp_path, FakeClock, background loops off."""
+    return open_mq()
+
+
+@pytest.fixture
+def make_queue(mq: Any) -> Callable[..., str]:
+    """``make_queue(name="q", **config)`` creates (upserts) a queue on ``mq``; returns its name."""
+
+    def _make(name: str = "q", **config: Any) -> str:
+        mq.create_queue(name, QueueConfig(**config))
+        return name
+
+    return _make

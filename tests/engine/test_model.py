@@ -1,0 +1,746 @@
+"""Model-based differential test: the engine against a small pure-Python reference queue.
+
+A hypothesis ``RuleBasedStateMachine`` drives one queue of the embedded engine (FakeClock,
+background loops off) and a reference model side by side with random operation sequences:
+sends, peek-lock and receive-and-delete batches, idempotent receive attempts, every
+settlement verb with the live token, a wrong token, another message's token, stale
+tokens, exact replays and replays with different arguments, single and batch renewals,
+``ReceiveDeferred``, clock moves (to the exact lease / receipt deadline and beyond), the
+maintenance pass and (file variant) a reopen that runs crash recovery.
+
+After every step the engine's ``stats`` and a full ``peek`` must equal the model, so no
+message is ever lost, duplicated or in the wrong state.
+
+Spec (original-behaviour.md, overridden by the v0.3.3 docs where the preface says so):
+§1 peek-lock lifecycle, §2 settlement (a new effect needs the current token AND
+``locked_until > now``; equality is expired, before the reaper too), §3.1 crash recovery,
+§3.2 receipts bound to queue+seq+token+verb+args, §3.3 receive attempts, §5 claim and
+head-of-line rules, §6 settlement details, §14 concurrency invariants (single-threaded here).
+"""
+
+from __future__ import annotations
+
+import secrets
+import shutil
+import tempfile
+from collections.abc import Callable
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import pytest
+from hypothesis import HealthCheck, settings
+from hypothesis import strategies as st
+from hypothesis.stateful import RuleBasedStateMachine, invariant, precondition, rule
+
+import mqlite
+from mqlite import OutMessage, QueueConfig, errors
+from mqlite.clock import FakeClock
+
+Q = "q"
+LOCK_MS = 30_000
+MAX_DC = 3
+RECEIPT_TTL_MS = 30 * 60 * 1000
+ATTEMPT_TTL_MS = max(LOCK_MS, 5 * 60 * 1000)
+START_MS = 1_700_000_000_000
+
+IN_FLIGHT = ("deferred", "scheduled", "locked")
+
+# A settlement request as the model keys it. Raw ops are what the test passes to the
+# engine; ``norm`` gives the receipt key (Reject's empty reason means "AppRequested").
+Op = tuple[Any, ...]
+
+
+def norm(op: Op) -> Op:
+    if op[0] == "reject":
+        return ("reject", op[1] or "AppRequested", op[2])
+    return op
+
+
+OPS = st.one_of(
+    st.just(("complete",)),
+    st.sampled_from([0, 0, 1_000, 45_000]).map(lambda d: ("abandon", d)),
+    st.tuples(
+        st.just("reject"),
+        st.sampled_from(["", "AppRequested", "bad"]),
+        st.sampled_from(["", "why"]),
+    ),
+    st.just(("defer",)),
+)
+
+
+@dataclass
+class MMsg:
+    seq: int
+    group: str
+    body: bytes
+    visible_at: int
+    state: str = "active"
+    locked_until: int = 0
+    token: str = ""
+    count: int = 0
+    dl_reason: str = ""
+    dl_desc: str = ""
+
+
+class Model:
+    """One queue, exactly as the spec describes it (single `now` per operation)."""
+
+    def __init__(self, mode: str) -> None:
+        self.mode = mode
+        self.msgs: dict[int, MMsg] = {}
+        self.receipts: dict[tuple[int, str, Op], int] = {}  # -> expires_at
+        self.attempts: dict[str, tuple[int, list[tuple[int, str, int]]]] = {}
+
+    # -- claim -------------------------------------------------------------------------
+    def blocked(self, m: MMsg) -> bool:
+        strict = self.mode == "strict_fifo"
+        if not strict and not m.group:
+            return False  # ungrouped messages on standard/group_fifo: no head-of-line check
+        for b in self.msgs.values():
+            if b.seq < m.seq and b.state in IN_FLIGHT and (strict or b.group == m.group):
+                return True
+        return False
+
+    def claimable(self, m: MMsg, now: int) -> bool:
+        return m.state == "active" and m.visible_at <= now and not self.blocked(m)
+
+    def claim(self, max_messages: int, now: int, delete: bool) -> list[MMsg]:
+        out: list[MMsg] = []
+        for _ in range(max_messages):
+            cands = [m for m in self.msgs.values() if self.claimable(m, now)]
+            if not cands:
+                break
+            m = min(cands, key=lambda x: x.seq)
+            m.state = "locked"
+            m.locked_until = now + LOCK_MS
+            m.count += 1
+            out.append(m)
+            if delete:
+                del self.msgs[m.seq]
+        return out
+
+    def receive_deferred(self, seqs: list[int], now: int) -> list[MMsg]:
+        out = []
+        for s in seqs:
+            m = self.msgs.get(s)
+            if m is not None and m.state == "deferred":
+                m.state = "locked"
+                m.locked_until = now + LOCK_MS
+                m.count += 1
+                out.append(m)
+        return out
+
+    # -- settlement --------------------------------------------------------------------
+    def live(self, seq: int, token: str, now: int) -> bool:
+        m = self.msgs.get(seq)
+        return (
+            m is not None
+            and bool(token)
+            and m.state == "locked"
+            and m.token == token
+            and m.locked_until > now
+        )
+
+    def receipt_live(self, seq: int, token: str, op: Op, now: int) -> bool:
+        exp = self.receipts.get((seq, token, norm(op)))
+        return exp is not None and exp > now
+
+    def _clear_lock(self, m: MMsg) -> None:
+        m.token = ""
+        m.locked_until = 0
+
+    def _apply(self, seq: int, op: Op, now: int) -> None:
+        m = self.msgs[seq]
+        verb = op[0]
+        if verb == "complete":
+            del self.msgs[seq]
+            return
+        self._clear_lock(m)
+        if verb == "abandon":
+            delay = op[1]
+            if m.count >= MAX_DC:
+                m.state, m.dl_reason, m.dl_desc = "dead_lettered", "MaxDeliveryCountExceeded", ""
+            elif delay > 0:
+                m.state, m.visible_at = "scheduled", now + delay
+            else:
+                m.state, m.visible_at = "active", now + delay
+        elif verb == "reject":
+            m.state, m.dl_reason, m.dl_desc = "dead_lettered", op[1] or "AppRequested", op[2]
+        elif verb == "defer":
+            m.state = "deferred"
+        else:  # pragma: no cover
+            raise AssertionError(op)
+
+    def settle(self, seq: int, token: str, op: Op, now: int) -> bool:
+        if self.live(seq, token, now):
+            self._apply(seq, op, now)
+            self.receipts[(seq, token, norm(op))] = now + RECEIPT_TTL_MS
+            return True
+        return self.receipt_live(seq, token, op, now)
+
+    def renew(self, seq: int, token: str, now: int) -> int | None:
+        if not self.live(seq, token, now):
+            return None
+        m = self.msgs[seq]
+        m.locked_until = max(m.locked_until, now + LOCK_MS)
+        return m.locked_until
+
+    def complete_batch(self, pairs: list[tuple[int, str]], now: int) -> list[bool]:
+        deleted = {p for p in pairs if self.live(p[0], p[1], now)}
+        oks = [p in deleted or self.receipt_live(p[0], p[1], ("complete",), now) for p in pairs]
+        for s, t in deleted:
+            del self.msgs[s]
+            self.receipts[(s, t, ("complete",))] = now + RECEIPT_TTL_MS
+        return oks
+
+    def renew_batch(self, pairs: list[tuple[int, str]], now: int) -> list[tuple[bool, int]]:
+        live = {p for p in pairs if self.live(p[0], p[1], now)}
+        for s, _ in live:
+            m = self.msgs[s]
+            m.locked_until = max(m.locked_until, now + LOCK_MS)
+        return [
+            (True, self.msgs[s].locked_until) if (s, t) in live else (False, 0) for s, t in pairs
+        ]
+
+    # -- background --------------------------------------------------------------------
+    def _reset_lock(self, m: MMsg) -> None:
+        self._clear_lock(m)
+        if m.count >= MAX_DC:
+            m.state, m.dl_reason, m.dl_desc = "dead_lettered", "MaxDeliveryCountExceeded", ""
+        else:
+            m.state = "active"
+
+    def maintenance(self, now: int) -> None:
+        for m in self.msgs.values():
+            if m.state == "locked" and m.locked_until <= now:
+                self._reset_lock(m)
+        for m in self.msgs.values():
+            if m.state == "scheduled" and m.visible_at <= now:
+                m.state = "active"
+
+    def crash_recovery(self) -> None:
+        for m in self.msgs.values():
+            if m.state == "locked":
+                self._reset_lock(m)
+
+    # -- views -------------------------------------------------------------------------
+    def peek_view(self) -> list[tuple[Any, ...]]:
+        return [view(m.seq, m.state, m.count, m.group, m.body, m.locked_until, m.visible_at,
+                     m.dl_reason, m.dl_desc)
+                for m in sorted(self.msgs.values(), key=lambda x: x.seq)]  # fmt: skip
+
+    def counts(self) -> dict[str, int]:
+        c = dict.fromkeys(("active", "locked", "deferred", "scheduled", "dead_lettered"), 0)
+        for m in self.msgs.values():
+            c[m.state] += 1
+        c["total"] = len(self.msgs)
+        return c
+
+
+def view(
+    seq: int,
+    state: str,
+    count: int,
+    group: str,
+    body: bytes,
+    locked_until: int,
+    visible_at: int,
+    dl_reason: str,
+    dl_desc: str,
+) -> tuple[Any, ...]:
+    """What peek must agree on (lease only for locked rows, visible_at only when parked)."""
+    return (
+        seq,
+        state,
+        count,
+        group,
+        body,
+        locked_until if state == "locked" else None,
+        visible_at if state == "scheduled" else None,
+        (dl_reason, dl_desc) if state == "dead_lettered" else None,
+    )
+
+
+class QueueModelMachine(RuleBasedStateMachine):
+    MODE = "standard"
+    GROUPS: tuple[str, ...] = ("", "", "a", "b")
+    FILE_DB = False
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.clock = FakeClock(START_MS)
+        self.tmpdir: str | None = None
+        if self.FILE_DB:
+            self.tmpdir = tempfile.mkdtemp(prefix="mqlite-model-")
+            self.dsn = "file:" + str(Path(self.tmpdir) / "model.db")
+        else:
+            self.dsn = ":memory:"
+        self.mq = self._open()
+        self.mq.create_queue(
+            Q,
+            QueueConfig(
+                lock_duration_ms=LOCK_MS, max_delivery_count=MAX_DC, ordering_mode=self.MODE
+            ),
+        )
+        self.model = Model(self.MODE)
+        self.objs: dict[tuple[int, str], Any] = {}  # (seq, token) -> received Message
+        self.tokens_ever: list[tuple[int, str]] = []
+        self.history: list[tuple[int, str, Op]] = []  # successful new settlements
+        self.sent = 0
+        self.gone: set[int] = set()  # completed / received-and-deleted seqs
+
+    def _open(self) -> Any:
+        if self.FILE_DB:
+            return mqlite.open_embedded(self.dsn, clock=self.clock, background=False, sync="OFF")
+        return mqlite.open_embedded(self.dsn, clock=self.clock, background=False)
+
+    def teardown(self) -> None:
+        try:
+            self.mq.close()
+        finally:
+            if self.tmpdir:
+                shutil.rmtree(self.tmpdir, ignore_errors=True)
+
+    @property
+    def now(self) -> int:
+        return self.clock.now_ms()
+
+    def _locked(self) -> list[MMsg]:
+        return sorted(
+            (m for m in self.model.msgs.values() if m.state == "locked"), key=lambda m: m.seq
+        )
+
+    def _record_claims(self, got: list[Any], expected: list[MMsg], what: str) -> None:
+        assert [m.seq_number for m in got] == [m.seq for m in expected], (
+            f"{what}: engine returned {[m.seq_number for m in got]}, "
+            f"model expects {[m.seq for m in expected]}"
+        )
+        for g, e in zip(got, expected, strict=True):
+            assert g.delivery_count == e.count, (what, g.seq_number, g.delivery_count, e.count)
+            assert g.body == e.body and g.group_id == e.group, (what, g.seq_number)
+            assert g.locked_until_ms == e.locked_until, (what, g.seq_number, g.locked_until_ms)
+            assert len(g.lock_token) == 32, (what, g.lock_token)
+            assert g.lock_token not in {t for _, t in self.tokens_ever}, "lock token reused"
+            e.token = g.lock_token
+            self.tokens_ever.append((g.seq_number, g.lock_token))
+            self.objs[(g.seq_number, g.lock_token)] = g
+
+    # -- producers ---------------------------------------------------------------------
+    @rule(data=st.data(), n=st.integers(1, 3), batch=st.booleans())
+    def send(self, data: st.DataObject, n: int, batch: bool) -> None:
+        groups = [data.draw(st.sampled_from(self.GROUPS)) for _ in range(n)]
+        outs = []
+        for g in groups:
+            self.sent += 1
+            outs.append(
+                OutMessage(body=b"m%d" % self.sent, group_id=g, properties={"n": str(self.sent)})
+            )
+        seqs = self.mq.send(Q, outs) if batch else [self.mq.send_one(Q, o) for o in outs]
+        assert len(seqs) == n and len(set(seqs)) == n
+        assert all(s > max(self.model.msgs, default=0) for s in seqs), "seq numbers must grow"
+        assert all(s not in self.gone for s in seqs), "seq number reused"
+        for s, o in zip(seqs, outs, strict=True):
+            self.model.msgs[s] = MMsg(seq=s, group=o.group_id, body=o.body, visible_at=self.now)
+
+    # -- consumers ---------------------------------------------------------------------
+    @rule(n=st.integers(1, 4), attempt=st.sampled_from([None, None, None, "A1", "A2"]))
+    def receive_peek_lock(self, n: int, attempt: str | None) -> None:
+        now = self.now
+        got = self.mq.receive(Q, max_messages=n, wait_ms=0, mode="peek_lock", attempt_id=attempt)
+        rec = self.model.attempts.get(attempt) if attempt else None
+        if rec is not None and rec[0] > now:
+            # A live attempt replays the stored batch verbatim and changes nothing.
+            assert [(m.seq_number, m.lock_token, m.delivery_count) for m in got] == rec[1], (
+                f"attempt {attempt} replay differs"
+            )
+            return
+        expected = self.model.claim(n, now, delete=False)
+        self._record_claims(got, expected, f"receive(max={n}, attempt={attempt})")
+        if attempt and expected:
+            self.model.attempts[attempt] = (
+                now + ATTEMPT_TTL_MS,
+                [(m.seq_number, m.lock_token, m.delivery_count) for m in got],
+            )
+
+    @rule(n=st.integers(1, 4))
+    def receive_and_delete(self, n: int) -> None:
+        now = self.now
+        got = self.mq.receive(Q, max_messages=n, wait_ms=0, mode="receive_and_delete")
+        expected = self.model.claim(n, now, delete=True)
+        assert [m.seq_number for m in got] == [m.seq for m in expected], (
+            f"receive_and_delete(max={n}): engine {[m.seq_number for m in got]}, "
+            f"model {[m.seq for m in expected]}"
+        )
+        for g, e in zip(got, expected, strict=True):
+            assert g.lock_token == "" and g.locked_until_ms == 0, (g.seq_number, g.lock_token)
+            assert g.delivery_count == e.count and g.body == e.body
+            self.gone.add(g.seq_number)
+
+    @rule(data=st.data())
+    def receive_deferred(self, data: st.DataObject) -> None:
+        pool = sorted(self.model.msgs) + sorted(self.gone)[-2:] + [10**9]
+        deferred = [m.seq for m in self.model.msgs.values() if m.state == "deferred"]
+        seqs = data.draw(st.lists(st.sampled_from(pool + deferred * 3), min_size=1, max_size=3))
+        got = self.mq.receive_deferred(Q, seqs)
+        expected = self.model.receive_deferred(seqs, self.now)
+        self._record_claims(got, expected, f"receive_deferred({seqs})")
+
+    # -- settlement --------------------------------------------------------------------
+    def _engine_settle(self, seq: int, token: str, op: Op, obj: Any = None) -> bool:
+        verb = op[0]
+        calls: dict[str, Callable[[], Any]]
+        if obj is not None:
+            calls = {
+                "complete": obj.complete,
+                "abandon": lambda: obj.abandon(op[1]),
+                "reject": lambda: obj.reject(op[1], op[2]),
+                "defer": obj.defer,
+            }
+        else:
+            calls = {
+                "complete": lambda: self.mq.complete(Q, seq, token),
+                "abandon": lambda: self.mq.abandon(Q, seq, token, delay_ms=op[1]),
+                "reject": lambda: self.mq.reject(Q, seq, token, reason=op[1], description=op[2]),
+                "defer": lambda: self.mq.defer(Q, seq, token),
+            }
+        try:
+            calls[verb]()
+        except errors.LockLost:
+            return False
+        return True
+
+    def _settle(self, seq: int, token: str, op: Op, why: str, obj: Any = None) -> None:
+        now = self.now
+        live = self.model.live(seq, token, now)
+        got = self._engine_settle(seq, token, op, obj)
+        expected = self.model.settle(seq, token, op, now)
+        assert got == expected, (
+            f"{why}: {op} on seq {seq} token {token[:8]}.. engine ok={got}, model ok={expected} "
+            f"(live lease={live}, now={now - START_MS})"
+        )
+        if live:
+            self.history.append((seq, token, op))
+            if op[0] == "complete":
+                self.gone.add(seq)
+
+    @precondition(lambda self: self._locked())
+    @rule(data=st.data(), op=OPS, bound=st.booleans())
+    def settle_with_current_token(self, data: st.DataObject, op: Op, bound: bool) -> None:
+        m = data.draw(st.sampled_from(self._locked()))
+        obj = self.objs.get((m.seq, m.token)) if bound else None
+        self._settle(m.seq, m.token, op, "current token", obj)
+
+    @precondition(lambda self: self.model.msgs)
+    @rule(data=st.data(), op=OPS)
+    def settle_with_wrong_token(self, data: st.DataObject, op: Op) -> None:
+        seq = data.draw(st.sampled_from(sorted(self.model.msgs)))
+        self._settle(seq, secrets.token_hex(16), op, "random token")
+
+    @precondition(lambda self: len({s for s, _ in self.tokens_ever}) >= 2)
+    @rule(data=st.data(), op=OPS)
+    def settle_with_token_of_another_message(self, data: st.DataObject, op: Op) -> None:
+        seq, token = data.draw(st.sampled_from(self.tokens_ever))
+        other = data.draw(st.sampled_from(sorted({s for s, _ in self.tokens_ever if s != seq})))
+        self._settle(other, token, op, "token of another message")
+
+    @precondition(lambda self: self.tokens_ever)
+    @rule(data=st.data(), op=OPS)
+    def settle_with_any_issued_token(self, data: st.DataObject, op: Op) -> None:
+        seq, token = data.draw(st.sampled_from(self.tokens_ever))
+        self._settle(seq, token, op, "issued (maybe stale) token")
+
+    @precondition(lambda self: self.history)
+    @rule(data=st.data())
+    def replay_exact_settlement(self, data: st.DataObject) -> None:
+        seq, token, op = data.draw(st.sampled_from(self.history))
+        if op[0] == "reject" and op[1] in ("", "AppRequested") and data.draw(st.booleans()):
+            op = ("reject", "AppRequested" if op[1] == "" else "", op[2])  # same request
+        obj = self.objs.get((seq, token)) if data.draw(st.booleans()) else None
+        self._settle(seq, token, op, "exact replay", obj)
+
+    @precondition(lambda self: self.history)
+    @rule(data=st.data())
+    def replay_with_different_request(self, data: st.DataObject) -> None:
+        seq, token, op = data.draw(st.sampled_from(self.history))
+        other = data.draw(OPS.filter(lambda o: norm(o) != norm(op)))
+        self._settle(seq, token, other, f"replay of {op} as a different request")
+
+    @precondition(lambda self: self.tokens_ever)
+    @rule(data=st.data(), current=st.booleans(), bound=st.booleans())
+    def renew(self, data: st.DataObject, current: bool, bound: bool) -> None:
+        locked = self._locked()
+        if current and locked:
+            m = data.draw(st.sampled_from(locked))
+            seq, token = m.seq, m.token
+        else:
+            seq, token = data.draw(st.sampled_from(self.tokens_ever))
+        now = self.now
+        obj = self.objs.get((seq, token)) if bound else None
+        try:
+            if obj is not None:
+                obj.renew()
+            else:
+                self.mq.renew(Q, seq, token)
+            got = True
+        except errors.LockLost:
+            got = False
+        expected = self.model.renew(seq, token, now)
+        assert got == (expected is not None), (
+            f"renew seq {seq}: engine ok={got}, model ok={expected is not None} "
+            f"(now={now - START_MS})"
+        )
+
+    def _pairs(self, data: st.DataObject) -> list[tuple[int, str]]:
+        live = [(m.seq, m.token) for m in self._locked()]
+        pool = st.one_of(
+            *([st.sampled_from(live)] * 3 if live else []),
+            st.sampled_from(self.tokens_ever),
+            st.tuples(st.sampled_from([s for s, _ in self.tokens_ever]), st.just("0" * 32)),
+        )
+        return data.draw(st.lists(pool, min_size=1, max_size=4))
+
+    @precondition(lambda self: self.tokens_ever)
+    @rule(data=st.data())
+    def complete_batch(self, data: st.DataObject) -> None:
+        pairs = self._pairs(data)
+        now = self.now
+        got = self.mq.complete_batch(Q, pairs)
+        expected = self.model.complete_batch(pairs, now)
+        assert [(r.seq_number, r.ok) for r in got] == [
+            (s, ok) for (s, _), ok in zip(pairs, expected, strict=True)
+        ], f"complete_batch({[(s, t[:6]) for s, t in pairs]}) now={now - START_MS}"
+        for (s, t), ok in zip(pairs, expected, strict=True):
+            if ok and s not in self.model.msgs:
+                self.gone.add(s)
+                if (s, t, ("complete",)) not in self.history:
+                    self.history.append((s, t, ("complete",)))
+
+    @precondition(lambda self: self.tokens_ever)
+    @rule(data=st.data())
+    def renew_batch(self, data: st.DataObject) -> None:
+        pairs = self._pairs(data)
+        now = self.now
+        got = self.mq.renew_batch(Q, pairs)
+        expected = self.model.renew_batch(pairs, now)
+        assert [(r.seq_number, r.ok, r.locked_until_ms) for r in got] == [
+            (s, ok, lu) for (s, _), (ok, lu) in zip(pairs, expected, strict=True)
+        ], f"renew_batch({[(s, t[:6]) for s, t in pairs]}) now={now - START_MS}"
+
+    # -- time and background -----------------------------------------------------------
+    @rule(ms=st.sampled_from([1, 1_000, LOCK_MS - 1, LOCK_MS, LOCK_MS + 1, 45_000, RECEIPT_TTL_MS]))
+    def advance(self, ms: int) -> None:
+        self.clock.advance(ms)
+
+    @precondition(lambda self: self._locked())
+    @rule(data=st.data(), delta=st.sampled_from([-1, 0, 0, 1]))
+    def advance_to_a_lease_deadline(self, data: st.DataObject, delta: int) -> None:
+        m = data.draw(st.sampled_from(self._locked()))
+        step = m.locked_until + delta - self.now
+        if step > 0:
+            self.clock.advance(step)
+
+    @precondition(lambda self: self.model.receipts)
+    @rule(data=st.data(), delta=st.sampled_from([-1, 0, 1]))
+    def advance_to_a_receipt_expiry(self, data: st.DataObject, delta: int) -> None:
+        exp = data.draw(st.sampled_from(sorted(self.model.receipts.values())))
+        step = exp + delta - self.now
+        if step > 0:
+            self.clock.advance(step)
+
+    @rule()
+    def run_maintenance(self) -> None:
+        self.mq.run_maintenance_once()
+        self.model.maintenance(self.now)
+
+    # -- invariants --------------------------------------------------------------------
+    @invariant()
+    def engine_matches_model(self) -> None:
+        st_ = self.mq.stats(Q)
+        counts = self.model.counts()
+        got_counts = {k: getattr(st_, k) for k in counts}
+        assert got_counts == counts, f"stats {got_counts} != model {counts}"
+        peeked = self.mq.peek(Q, max=1000)
+        seqs = [m.seq_number for m in peeked]
+        assert len(seqs) == len(set(seqs)), f"peek shows a message twice: {seqs}"
+        assert not set(seqs) & self.gone, f"completed message came back: {set(seqs) & self.gone}"
+        assert all(m.lock_token == "" for m in peeked), "peek must never expose a lock token"
+        got = [
+            view(m.seq_number, m.state, m.delivery_count, m.group_id, m.body, m.locked_until_ms,
+                 m.visible_at_ms, m.dead_letter_reason, m.dead_letter_description)
+            for m in peeked
+        ]  # fmt: skip
+        expected = self.model.peek_view()
+        if got != expected:
+            diff = [(g, e) for g, e in zip(got, expected, strict=False) if g != e]
+            raise AssertionError(
+                f"peek differs from model (now={self.now - START_MS}): first diffs {diff[:3]}; "
+                f"engine seqs {seqs}, model seqs {[e[0] for e in expected]}"
+            )
+
+
+class GroupFifoMachine(QueueModelMachine):
+    MODE = "group_fifo"
+    GROUPS = ("a", "a", "b", "c")
+
+
+class StrictFifoMachine(QueueModelMachine):
+    MODE = "strict_fifo"
+    GROUPS = ("", "", "a")
+
+
+class FileReopenMachine(QueueModelMachine):
+    """Standard queue on a file DB; a reopen runs crash recovery on every locked row (§3.1)."""
+
+    FILE_DB = True
+
+    @rule()
+    def reopen(self) -> None:
+        self.mq.close()
+        self.mq = self._open()
+        self.model.crash_recovery()
+        self.objs.clear()  # messages bound to the closed engine cannot settle any more
+
+
+def _settings(max_examples: int) -> settings:
+    return settings(
+        max_examples=max_examples,
+        stateful_step_count=40,
+        deadline=None,
+        database=None,
+        suppress_health_check=[HealthCheck.too_slow, HealthCheck.filter_too_much],
+    )
+
+
+TestStandardQueueMatchesModel = QueueModelMachine.TestCase
+TestStandardQueueMatchesModel.settings = _settings(60)
+TestGroupFifoQueueMatchesModel = GroupFifoMachine.TestCase
+TestGroupFifoQueueMatchesModel.settings = _settings(40)
+TestStrictFifoQueueMatchesModel = StrictFifoMachine.TestCase
+TestStrictFifoQueueMatchesModel.settings = _settings(40)
+TestFileQueueWithReopenMatchesModel = FileReopenMachine.TestCase
+TestFileQueueWithReopenMatchesModel.settings = _settings(20)
+
+
+# -- pinned examples: the preface rules, one at a time, for readable failures ----------
+
+
+@pytest.fixture
+def env() -> Any:
+    clock = FakeClock(START_MS)
+    mq = mqlite.open_embedded(":memory:", clock=clock, background=False)
+    mq.create_queue(Q, QueueConfig(lock_duration_ms=LOCK_MS, max_delivery_count=MAX_DC))
+    yield mq, clock
+    mq.close()
+
+
+def _receive_one(mq: Any) -> Any:
+    msgs = mq.receive(Q, max_messages=1, wait_ms=0)
+    assert len(msgs) == 1
+    return msgs[0]
+
+
+SETTLES: dict[str, Callable[[Any, int, str], Any]] = {
+    "complete": lambda mq, s, t: mq.complete(Q, s, t),
+    "abandon": lambda mq, s, t: mq.abandon(Q, s, t, delay_ms=0),
+    "reject": lambda mq, s, t: mq.reject(Q, s, t, reason="r", description="d"),
+    "defer": lambda mq, s, t: mq.defer(Q, s, t),
+    "renew": lambda mq, s, t: mq.renew(Q, s, t),
+}
+
+
+@pytest.mark.parametrize("verb", sorted(SETTLES))
+def test_lease_deadline_equality_is_expired_before_the_reaper(env: Any, verb: str) -> None:
+    mq, clock = env
+    mq.send_one(Q, OutMessage(body=b"x"))
+    m = _receive_one(mq)
+    assert m.locked_until_ms == clock.now_ms() + LOCK_MS
+    clock.advance(LOCK_MS)  # now == locked_until: expired, reaper has not run
+    with pytest.raises(errors.LockLost):
+        SETTLES[verb](mq, m.seq_number, m.lock_token)
+    stats = mq.stats(Q)
+    assert (stats.locked, stats.total) == (1, 1), "a refused settlement must not touch the row"
+    mq.run_maintenance_once()
+    again = _receive_one(mq)
+    assert (again.seq_number, again.delivery_count) == (m.seq_number, 2)
+
+
+@pytest.mark.parametrize("verb", sorted(SETTLES))
+def test_one_ms_before_the_deadline_still_settles(env: Any, verb: str) -> None:
+    mq, clock = env
+    mq.send_one(Q, OutMessage(body=b"x"))
+    m = _receive_one(mq)
+    clock.advance(LOCK_MS - 1)
+    SETTLES[verb](mq, m.seq_number, m.lock_token)
+
+
+def test_renew_never_revives_an_expired_lease(env: Any) -> None:
+    mq, clock = env
+    mq.send_one(Q, OutMessage(body=b"x"))
+    m = _receive_one(mq)
+    clock.advance(LOCK_MS + 5)
+    with pytest.raises(errors.LockLost):
+        m.renew()
+    [res] = mq.renew_batch(Q, [(m.seq_number, m.lock_token)])
+    assert (res.ok, res.locked_until_ms) == (False, 0)
+    [peeked] = mq.peek(Q)
+    assert (peeked.state, peeked.locked_until_ms) == ("locked", m.locked_until_ms)
+
+
+def test_exact_receipt_replays_after_the_lease_expired_and_not_after_30_minutes(env: Any) -> None:
+    mq, clock = env
+    mq.send_one(Q, OutMessage(body=b"x"))
+    m = _receive_one(mq)
+    mq.abandon(Q, m.seq_number, m.lock_token, delay_ms=5_000)
+    clock.advance(LOCK_MS * 2)
+    mq.abandon(Q, m.seq_number, m.lock_token, delay_ms=5_000)  # exact replay: ok
+    for other in (
+        lambda: mq.abandon(Q, m.seq_number, m.lock_token, delay_ms=0),
+        lambda: mq.complete(Q, m.seq_number, m.lock_token),
+        lambda: mq.defer(Q, m.seq_number, m.lock_token),
+        lambda: mq.reject(Q, m.seq_number, m.lock_token),
+        lambda: mq.renew(Q, m.seq_number, m.lock_token),
+    ):
+        with pytest.raises(errors.LockLost):
+            other()
+    [peeked] = mq.peek(Q)
+    assert (peeked.state, peeked.delivery_count) == ("scheduled", 1)
+    clock.advance(RECEIPT_TTL_MS - LOCK_MS * 2 - 1)
+    mq.abandon(Q, m.seq_number, m.lock_token, delay_ms=5_000)  # 1 ms before receipt expiry
+    clock.advance(1)
+    with pytest.raises(errors.LockLost):
+        mq.abandon(Q, m.seq_number, m.lock_token, delay_ms=5_000)
+
+
+def test_reject_receipt_treats_empty_reason_as_app_requested(env: Any) -> None:
+    mq, _ = env
+    mq.send_one(Q, OutMessage(body=b"x"))
+    m = _receive_one(mq)
+    m.reject("", "d")
+    mq.reject(Q, m.seq_number, m.lock_token, reason="AppRequested", description="d")
+    with pytest.raises(errors.LockLost):
+        mq.reject(Q, m.seq_number, m.lock_token, reason="AppRequested", description="other")
+    [peeked] = mq.peek(Q)
+    assert (peeked.state, peeked.dead_letter_reason) == ("dead_lettered", "AppRequested")
+
+
+def test_receipt_does_not_vouch_for_another_message(env: Any) -> None:
+    mq, _ = env
+    mq.send(Q, [OutMessage(body=b"a"), OutMessage(body=b"b")])
+    a, b = mq.receive(Q, max_messages=2, wait_ms=0)
+    a.complete()
+    with pytest.raises(errors.LockLost):
+        mq.complete(Q, b.seq_number, a.lock_token)
+    assert [r.ok for r in mq.complete_batch(Q, [(b.seq_number, a.lock_token)])] == [False]
+    assert mq.stats(Q).locked == 1
+
+
+def test_receive_and_delete_grants_no_lease(env: Any) -> None:
+    mq, _ = env
+    mq.send(Q, [OutMessage(body=b"a", group_id="g"), OutMessage(body=b"b", group_id="g")])
+    got = mq.receive(Q, max_messages=4, wait_ms=0, mode="receive_and_delete")
+    assert [(m.body, m.lock_token, m.locked_until_ms) for m in got] == [
+        (b"a", "", 0),
+        (b"b", "", 0),
+    ]
+    assert mq.stats(Q).total == 0
