@@ -232,14 +232,17 @@ def complete_batch(
 
 def renew_batch_sql(n: int) -> str:
     """One statement for the whole batch: a renewal is a claim about the future, keepable
-    only within a single statement (across several, an early lease could lapse)."""
+    only within a single statement (across several, an early lease could lapse).
+
+    The unary ``+`` keeps the planner on rowid lookups of the given pairs instead of
+    range-scanning every live lock in idx_msg_locked."""
     values = ",".join(["(?, ?)"] * n)
     return f"""
 WITH pairs(seq, token) AS (VALUES {values})
 UPDATE messages SET locked_until = MAX(locked_until, ? + ?)
- WHERE queue = ? AND state = 'locked' AND locked_until > ?
-   AND id IN (SELECT seq FROM pairs)
+ WHERE id IN (SELECT seq FROM pairs)
    AND (id, lock_token) IN (SELECT seq, token FROM pairs)
+   AND queue = ? AND +state = 'locked' AND +locked_until > ?
 RETURNING id, lock_token, locked_until
 """
 

@@ -1,0 +1,200 @@
+"""Storage seam: single writer (§10.1), schema guard (§10.2), pragmas, DSN forms."""
+
+from __future__ import annotations
+
+import os
+import sqlite3
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+import mqlite
+from mqlite import errors
+from mqlite.engine import store
+
+APP_DIR = str(Path(__file__).resolve().parents[2] / "app")
+
+
+def test_second_open_of_the_same_file_fails_fast_with_db_locked(db_path: Path) -> None:
+    first = mqlite.open_embedded(f"file:{db_path}", background=False)
+    try:
+        with pytest.raises(errors.DBLocked):
+            mqlite.open_embedded(f"file:{db_path}", background=False)
+    finally:
+        first.close()
+    # Released on close: a later open works.
+    mqlite.open_embedded(str(db_path), background=False).close()
+
+
+def test_lock_is_keyed_on_the_canonical_path(tmp_path: Path) -> None:
+    real = tmp_path / "real"
+    real.mkdir()
+    link = tmp_path / "link"
+    link.symlink_to(real)
+    first = mqlite.open_embedded(f"file:{real / 'mq.db'}", background=False)
+    try:
+        for spelling in (
+            f"file:{link / 'mq.db'}",
+            str(real / "." / "mq.db"),
+            f"file:{real / 'mq.db'}?mode=rwc",
+        ):
+            with pytest.raises(errors.DBLocked):
+                mqlite.open_embedded(spelling, background=False)
+    finally:
+        first.close()
+    assert (real / "mq.db.lock").exists()
+
+
+def test_another_process_gets_db_locked(db_path: Path) -> None:
+    mq = mqlite.open_embedded(f"file:{db_path}", background=False)
+    try:
+        code = (
+            "import sys, mqlite\n"
+            "from mqlite import errors\n"
+            "try:\n"
+            f"    mqlite.open_embedded({f'file:{db_path}'!r}, background=False)\n"
+            "except errors.DBLocked:\n"
+            "    sys.exit(42)\n"
+        )
+        env = {**os.environ, "PYTHONPATH": APP_DIR}
+        proc = subprocess.run([sys.executable, "-c", code], env=env, timeout=60)
+        assert proc.returncode == 42
+    finally:
+        mq.close()
+
+
+def test_memory_databases_take_no_lock() -> None:
+    a = mqlite.open_embedded(":memory:", background=False)
+    b = mqlite.open_embedded(":memory:", background=False)
+    a.create_queue("q")
+    with pytest.raises(errors.QueueNotFound):
+        b.stats("q")  # two independent databases
+    a.close()
+    b.close()
+
+
+def test_file_pragmas_wal_incremental_vacuum_foreign_keys(db_path: Path) -> None:
+    s = store.Store(f"file:{db_path}", sync="FULL")
+    try:
+        q = s.conn.execute
+        assert q("PRAGMA journal_mode").fetchone()[0] == "wal"
+        assert q("PRAGMA synchronous").fetchone()[0] == 2  # FULL
+        assert q("PRAGMA auto_vacuum").fetchone()[0] == 2  # INCREMENTAL
+        assert q("PRAGMA foreign_keys").fetchone()[0] == 1
+        assert q("PRAGMA busy_timeout").fetchone()[0] == 5000
+    finally:
+        s.close()
+
+
+@pytest.mark.parametrize(("mode", "level"), [("NORMAL", 1), ("off", 0), ("Extra", 3)])
+def test_sync_modes(db_path: Path, mode: str, level: int) -> None:
+    s = store.Store(f"file:{db_path}", sync=mode)
+    try:
+        assert s.conn.execute("PRAGMA synchronous").fetchone()[0] == level
+    finally:
+        s.close()
+
+
+def test_unknown_sync_mode_is_a_startup_error(db_path: Path) -> None:
+    with pytest.raises(errors.InvalidArgument, match="synchronous"):
+        mqlite.open_embedded(f"file:{db_path}", sync="fast", background=False)
+    # The failed open released its lock.
+    mqlite.open_embedded(f"file:{db_path}", background=False).close()
+
+
+def test_mqlite_sync_environment_variable_sets_the_default(
+    db_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv("MQLITE_SYNC", "full")
+    mq = mqlite.open_embedded(f"file:{db_path}", background=False)
+    try:
+        assert mq.store.conn.execute("PRAGMA synchronous").fetchone()[0] == 2
+    finally:
+        mq.close()
+    monkeypatch.setenv("MQLITE_SYNC", "bogus")
+    with pytest.raises(errors.InvalidArgument, match="MQLITE_SYNC"):
+        mqlite.open_embedded(f"file:{db_path}", background=False)
+
+
+def test_10_2_schema_version_mismatch_is_refused_without_running_ddl(db_path: Path) -> None:
+    conn = sqlite3.connect(db_path)
+    conn.execute("CREATE TABLE meta (key TEXT PRIMARY KEY, value TEXT NOT NULL) STRICT")
+    conn.execute("INSERT INTO meta VALUES ('schema_version', '2')")
+    conn.commit()
+    conn.close()
+    with pytest.raises(errors.SchemaVersionMismatch, match="never migrates"):
+        mqlite.open_embedded(f"file:{db_path}", background=False)
+    conn = sqlite3.connect(db_path)
+    tables = {r[0] for r in conn.execute("SELECT name FROM sqlite_master WHERE type='table'")}
+    conn.close()
+    assert tables == {"meta"}  # nothing was created
+
+
+def test_unrelated_access_keys_table_is_refused_untouched(db_path: Path) -> None:
+    conn = sqlite3.connect(db_path)
+    conn.execute("CREATE TABLE access_keys (k TEXT)")
+    conn.commit()
+    conn.close()
+    with pytest.raises(errors.SchemaVersionMismatch, match="access_keys"):
+        mqlite.open_embedded(f"file:{db_path}", background=False)
+    conn = sqlite3.connect(db_path)
+    assert [r[1] for r in conn.execute("PRAGMA table_info(access_keys)")] == ["k"]
+    conn.close()
+
+
+def test_reopen_keeps_data_and_the_version_row(db_path: Path) -> None:
+    mq = mqlite.open_embedded(f"file:{db_path}", background=False)
+    mq.create_queue("q")
+    seq = mq.send_one("q", mqlite.OutMessage(body=b"x"))
+    mq.close()
+    mq = mqlite.open_embedded(f"file:{db_path}", background=False)
+    try:
+        assert [m.seq_number for m in mq.peek("q")] == [seq]
+        row = mq.store.conn.execute("SELECT value FROM meta WHERE key='schema_version'")
+        assert row.fetchone()[0] == "5"
+    finally:
+        mq.close()
+
+
+def test_old_sqlite_is_refused_with_a_clear_error(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(store.sqlite3, "sqlite_version_info", (3, 36, 0))
+    with pytest.raises(errors.UnsupportedSQLite, match="3.37"):
+        store.Store(":memory:")
+
+
+def test_missing_directory_is_a_clear_error(tmp_path: Path) -> None:
+    with pytest.raises(errors.InvalidArgument, match="does not exist"):
+        mqlite.open_embedded(f"file:{tmp_path / 'nope' / 'mq.db'}", background=False)
+
+
+@pytest.mark.parametrize(
+    ("dsn", "memory"),
+    [(":memory:", True), ("", True), ("file::memory:", True), ("file:x.db", False), ("x.db", False)],
+)
+def test_dsn_forms(dsn: str, memory: bool) -> None:
+    assert store.parse_dsn(dsn).is_memory is memory
+
+
+def test_sequence_numbers_are_never_reused_across_reopen(db_path: Path) -> None:
+    mq = mqlite.open_embedded(f"file:{db_path}", background=False)
+    mq.create_queue("q")
+    first = mq.send_one("q", mqlite.OutMessage(body=b"x"))
+    (m,) = mq.receive("q")
+    m.complete()
+    mq.close()
+    mq = mqlite.open_embedded(f"file:{db_path}", background=False)
+    try:
+        assert mq.send_one("q", mqlite.OutMessage(body=b"y")) > first
+    finally:
+        mq.close()
+
+
+def test_close_checkpoints_the_wal(db_path: Path) -> None:
+    mq = mqlite.open_embedded(f"file:{db_path}", background=False)
+    mq.create_queue("q")
+    mq.send("q", [mqlite.OutMessage(body=b"x" * 1000)] * 50)
+    mq.close()
+    wal = Path(str(db_path) + "-wal")
+    assert not wal.exists() or wal.stat().st_size == 0
