@@ -12,6 +12,9 @@ from dataclasses import dataclass
 from mqlite import defaults, errors
 
 
+DEFAULT_DB = "file:./mq.db"
+
+
 class ConfigError(errors.InvalidArgument):
     """invalid configuration."""
 
@@ -20,9 +23,7 @@ def _sync(environ: Mapping[str, str]) -> str:
     raw = environ.get("MQLITE_SYNC", "")
     mode = (raw or defaults.DEFAULT_SYNC).strip().upper()
     if mode not in defaults.SYNC_MODES:
-        raise ConfigError(
-            f"MQLITE_SYNC={raw!r} is not one of {', '.join(defaults.SYNC_MODES)}"
-        )
+        raise ConfigError(f"MQLITE_SYNC={raw!r} is not one of {', '.join(defaults.SYNC_MODES)}")
     return mode
 
 
@@ -41,14 +42,14 @@ def _positive_int(environ: Mapping[str, str], name: str, default: int) -> int:
 
 @dataclass(frozen=True, slots=True)
 class Settings:
-    db: str = "file:./mq.db"
+    db: str = DEFAULT_DB
     sync: str = defaults.DEFAULT_SYNC
     max_message_bytes: int = defaults.MAX_MESSAGE_BYTES
 
     @classmethod
     def from_env(cls, environ: Mapping[str, str]) -> Settings:
         return cls(
-            db=environ.get("MQLITE_DB", "").strip() or cls.db,
+            db=environ.get("MQLITE_DB", "").strip() or DEFAULT_DB,
             sync=_sync(environ),
             max_message_bytes=_positive_int(
                 environ, "MQLITE_MAX_MESSAGE_BYTES", defaults.MAX_MESSAGE_BYTES

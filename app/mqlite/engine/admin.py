@@ -8,19 +8,15 @@ that gained claimable work once the pass commits.
 from __future__ import annotations
 
 import sqlite3
-from collections.abc import Callable, Iterator
-from contextlib import contextmanager
+from collections.abc import Callable
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from mqlite import errors
 from mqlite.engine import dlq, maintenance, peek
-from mqlite.engine.tx import EngineTx
+from mqlite.engine.core import EngineCore
 from mqlite.engine.validate import check_int
 from mqlite.types import Message, Stats
-
-if TYPE_CHECKING:
-    from mqlite.engine.engine import Engine
 
 
 @dataclass(frozen=True, slots=True)
@@ -37,17 +33,17 @@ class MaintenanceReport:
     pages_reclaimed: int = 0
 
 
-class AdminOps:
+class AdminOps(EngineCore):
     """Peek / stats / redrive / purge / maintenance / outbox transactions."""
 
     # -- browse ---------------------------------------------------------------------------
 
     def peek(
-        self: Engine,
+        self,
         queue: str,
         state: str | None = None,
         from_seq: int = 0,
-        max: int = 0,  # noqa: A002 - the wire's field name
+        max: int = 0,
     ) -> list[Message]:
         """Browse without locking (never returns a lock token)."""
         q = self._queue(queue)
@@ -58,18 +54,18 @@ class AdminOps:
         with self.store.transaction() as conn:
             return peek.peek(conn, q.name, state=state or None, from_seq=from_seq, max=max)
 
-    def stats(self: Engine, queue: str) -> Stats:
+    def stats(self, queue: str) -> Stats:
         q = self._queue(queue)
         with self._write() as (conn, now):
-            return peek.stats(conn, now, q.name)  # type: ignore[arg-type]
+            return peek.stats(conn, now, q.name)
 
     # -- dead letters ---------------------------------------------------------------------
 
     def redrive(
-        self: Engine,
+        self,
         queue: str,
         target: str | None = None,
-        max: int = 0,  # noqa: A002
+        max: int = 0,
         older_than_ms: int = 0,
         rate_per_sec: int = 0,
     ) -> int:
@@ -79,7 +75,11 @@ class AdminOps:
         one second apart (on the engine clock), so a big redrive never starves consumers.
         """
         q = self._queue(queue)
-        for name, value in (("max", max), ("older_than_ms", older_than_ms), ("rate_per_sec", rate_per_sec)):
+        for name, value in (
+            ("max", max),
+            ("older_than_ms", older_than_ms),
+            ("rate_per_sec", rate_per_sec),
+        ):
             check_int(name, value, minimum=0)
         dest = q.name
         if target:
@@ -91,7 +91,7 @@ class AdminOps:
                 chunk = min(chunk or max, max - moved)
             with self._write() as (conn, now):
                 n, _ = dlq.redrive(
-                    conn,  # type: ignore[arg-type]
+                    conn,
                     now,
                     q.name,
                     target=None if dest == q.name else dest,
@@ -105,9 +105,9 @@ class AdminOps:
             self.clock.sleep_ms(1000)
 
     def purge(
-        self: Engine,
+        self,
         queue: str,
-        max: int = 0,  # noqa: A002
+        max: int = 0,
         older_than_ms: int = 0,
     ) -> int:
         """Delete dead letters (oldest first); both bounds zero purges the whole DLQ."""
@@ -115,27 +115,27 @@ class AdminOps:
         check_int("max", max, minimum=0)
         check_int("older_than_ms", older_than_ms, minimum=0)
         with self._write() as (conn, now):
-            return dlq.purge(conn, now, q.name, max=max, older_than_ms=older_than_ms)  # type: ignore[arg-type]
+            return dlq.purge(conn, now, q.name, max=max, older_than_ms=older_than_ms)
 
     # -- maintenance ----------------------------------------------------------------------
 
-    def _pass(self: Engine, fn: Callable[[sqlite3.Connection, int], Any]) -> Any:
+    def _pass(self, fn: Callable[[sqlite3.Connection, int], Any]) -> Any:
         with self._write() as (conn, now):
-            result = fn(conn, now)  # type: ignore[arg-type]
+            result = fn(conn, now)
             if isinstance(result, set):
                 self._notify_after_commit(result)
         return result
 
-    def reap_locks(self: Engine) -> set[str]:
+    def reap_locks(self) -> set[str]:
         return self._pass(maintenance.reap_locks)  # type: ignore[no-any-return]
 
-    def activate_scheduled(self: Engine) -> set[str]:
+    def activate_scheduled(self) -> set[str]:
         return self._pass(maintenance.activate_scheduled)  # type: ignore[no-any-return]
 
-    def expire_ttl(self: Engine) -> int:
+    def expire_ttl(self) -> int:
         return self._pass(maintenance.expire_ttl)  # type: ignore[no-any-return]
 
-    def run_janitors(self: Engine) -> tuple[int, int, int, int]:
+    def run_janitors(self) -> tuple[int, int, int, int]:
         """Dedup, receipt and attempt pruning plus DLQ retention (the 60 s cadence)."""
         bounds = self.dlq_defaults
         return (
@@ -145,14 +145,14 @@ class AdminOps:
             self._pass(lambda c, now: maintenance.enforce_dlq_retention(c, now, bounds)),
         )
 
-    def reclaim_free_pages(self: Engine, force: bool = False) -> int:
+    def reclaim_free_pages(self, force: bool = False) -> int:
         """Return free pages to the OS (file databases only)."""
         if self.store.location.is_memory:
             return 0
         with self.store.connection() as conn:
             return maintenance.reclaim_free_pages(conn, force=force)
 
-    def run_maintenance_once(self: Engine) -> MaintenanceReport:
+    def run_maintenance_once(self) -> MaintenanceReport:
         """Every pass once, in the spec's order, at the clock's current time."""
         reaped = self.reap_locks()
         activated = self.activate_scheduled()
@@ -162,17 +162,3 @@ class AdminOps:
         return MaintenanceReport(
             len(reaped), len(activated), expired, dedup_n, receipts_n, attempts_n, dropped, pages
         )
-
-    # -- the transactional outbox ---------------------------------------------------------
-
-    @contextmanager
-    def tx(self: Engine) -> Iterator[EngineTx]:
-        """One transaction shared by your SQL and mqlite's sends: both commit or neither.
-
-        Inside the block use ``tx.execute`` and ``tx.send``/``tx.send_one``/``tx.schedule``;
-        any exception rolls everything back. Do not long-poll or call the engine from
-        another thread while the block runs: the one writer is yours until it ends.
-        """
-        with self.store.transaction() as conn:
-            yield EngineTx(self, conn)
-

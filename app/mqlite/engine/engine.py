@@ -8,18 +8,13 @@ Long-poll waiting happens outside any transaction, parked on the per-queue notif
 from __future__ import annotations
 
 import threading
-from collections import Counter
-from collections.abc import Callable, Iterator, Sequence
+from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
 
 from mqlite import defaults, errors
-from mqlite.clock import SYSTEM_CLOCK, Clock
 from mqlite.engine import claim, queues, send, settle
 from mqlite.engine.admin import AdminOps
-from mqlite.engine.catalog import Catalog
-from mqlite.engine.maintenance import DLQBounds
-from mqlite.engine.notify import Notifier
-from mqlite.engine.store import Store
+from mqlite.engine.tx import EngineTx
 from mqlite.engine.validate import (
     check_int,
     check_pairs,
@@ -33,66 +28,6 @@ from mqlite.types import BatchResult, Message, OutMessage, QueueConfig, QueueInf
 
 class Engine(AdminOps):
     """The broker core on one SQLite database. Thread-safe; knows nothing of HTTP."""
-
-    def __init__(
-        self,
-        dsn: str,
-        *,
-        clock: Clock | None = None,
-        sync: str | None = None,
-        max_message_bytes: int = defaults.MAX_MESSAGE_BYTES,
-        dlq_defaults: DLQBounds | None = None,
-    ) -> None:
-        if max_message_bytes <= 0:
-            raise errors.InvalidArgument("max_message_bytes must be positive")
-        self.clock: Clock = clock or SYSTEM_CLOCK
-        self.max_message_bytes = max_message_bytes
-        self.dlq_defaults = dlq_defaults or DLQBounds()
-        self.notifier = Notifier()
-        self.completed: Counter[str] = Counter()  # rows deleted by Complete, per queue
-        self.store = Store(dsn, sync=sync)
-        try:
-            self.catalog = Catalog()
-            with self.store.transaction() as conn:
-                self.recovered_locks = self._recover(conn)
-                self.catalog.load(conn)
-        except BaseException:
-            self.store.close()
-            raise
-
-    def _recover(self, conn: object) -> int:
-        """Crash recovery: every locked row is an orphan of a previous process (§3.1)."""
-        from mqlite.engine.maintenance import recover_locks
-
-        return recover_locks(conn)  # type: ignore[arg-type]
-
-    # -- plumbing -------------------------------------------------------------------------
-
-    def now_ms(self) -> int:
-        return self.clock.now_ms()
-
-    @contextmanager
-    def _write(self) -> Iterator[tuple[object, int]]:
-        """A transaction plus the ``now`` sampled after the writer was acquired."""
-        with self.store.transaction() as conn:
-            yield conn, self.clock.now_ms()
-
-    def _notify_after_commit(self, names: set[str]) -> None:
-        if names:
-            notifier = self.notifier
-            self.store.after_commit(lambda: notifier.notify_many(names))
-
-    def _queue(self, name: object) -> QueueInfo:
-        return self.catalog.queue(queues.validate_name(name))
-
-    def close(self) -> None:
-        """Refuse new work, wake parked long polls, wait for in-flight work, close the DB."""
-        self.notifier.close()
-        self.store.close()
-
-    @property
-    def closed(self) -> bool:
-        return self.store.closed
 
     # -- queues ---------------------------------------------------------------------------
 
@@ -262,21 +197,15 @@ class Engine(AdminOps):
         for seq in seq_numbers:
             check_seq(seq)
         with self._write() as (conn, now):
-            msgs = settle.receive_deferred(conn, now, q, seq_numbers)  # type: ignore[arg-type]
+            msgs = settle.receive_deferred(conn, now, q, seq_numbers)
         return self._bind(msgs)
-
-    def _bind(self, msgs: list[Message]) -> list[Message]:
-        for m in msgs:
-            if m.lock_token:
-                object.__setattr__(m, "_settler", self)
-        return msgs
 
     # -- settlement -----------------------------------------------------------------------
 
     def complete(self, queue: str, seq_number: int, lock_token: str) -> None:
         queue, seq_number, lock_token = _settle_args(queue, seq_number, lock_token)
         with self._write() as (conn, now):
-            fresh = settle.complete(conn, now, queue, seq_number, lock_token)  # type: ignore[arg-type]
+            fresh = settle.complete(conn, now, queue, seq_number, lock_token)
             if fresh:
                 self.store.after_commit(lambda: self._completed(queue, 1))
 
@@ -287,7 +216,7 @@ class Engine(AdminOps):
         if q is None:
             raise errors.LockLost(f"lock lost: no queue {queue!r}")
         with self._write() as (conn, now):
-            settle.abandon(conn, now, q, seq_number, lock_token, delay_ms)  # type: ignore[arg-type]
+            settle.abandon(conn, now, q, seq_number, lock_token, delay_ms)
             self._notify_after_commit({queue})
 
     def reject(
@@ -302,31 +231,29 @@ class Engine(AdminOps):
         if not isinstance(reason, str) or not isinstance(description, str):
             raise errors.InvalidArgument("reason and description must be strings")
         with self._write() as (conn, now):
-            settle.reject(conn, now, queue, seq_number, lock_token, reason, description)  # type: ignore[arg-type]
+            settle.reject(conn, now, queue, seq_number, lock_token, reason, description)
             self._notify_after_commit({queue})  # a dead-lettered head unblocks its group
 
     def defer(self, queue: str, seq_number: int, lock_token: str) -> None:
         queue, seq_number, lock_token = _settle_args(queue, seq_number, lock_token)
         with self._write() as (conn, now):
-            settle.defer(conn, now, queue, seq_number, lock_token)  # type: ignore[arg-type]
+            settle.defer(conn, now, queue, seq_number, lock_token)
 
     def renew(self, queue: str, seq_number: int, lock_token: str) -> int:
         """Extend a live lease by the queue's lock duration; returns the new deadline."""
         q = self._queue(queue)
         _, seq_number, lock_token = _settle_args(queue, seq_number, lock_token)
         with self._write() as (conn, now):
-            return settle.renew(conn, now, q, seq_number, lock_token)  # type: ignore[arg-type]
+            return settle.renew(conn, now, q, seq_number, lock_token)
 
-    def complete_batch(
-        self, queue: str, items: Sequence[tuple[int, str]]
-    ) -> list[BatchResult]:
+    def complete_batch(self, queue: str, items: Sequence[tuple[int, str]]) -> list[BatchResult]:
         """Complete many (seq, token) pairs in one transaction; per-item ``ok``."""
         name = queues.validate_name(queue)
         pairs = check_pairs(items)
         if self.catalog.find(name) is None:
             return [BatchResult(seq, False) for seq, _ in pairs]
         with self._write() as (conn, now):
-            results, deleted = settle.complete_batch(conn, now, name, pairs)  # type: ignore[arg-type]
+            results, deleted = settle.complete_batch(conn, now, name, pairs)
             if deleted:
                 self.store.after_commit(lambda: self._completed(name, deleted))
         return results
@@ -343,7 +270,7 @@ class Engine(AdminOps):
             return [BatchResult(seq, False) for seq, _ in pairs]
         q = self._queue(name)
         with self._write() as (conn, now):
-            renewed = settle.renew_batch(conn, now, q, pairs)  # type: ignore[arg-type]
+            renewed = settle.renew_batch(conn, now, q, pairs)
         after = self.clock.now_ms()
         out = []
         for seq, token in pairs:
@@ -352,9 +279,18 @@ class Engine(AdminOps):
             out.append(BatchResult(seq, ok, until if ok else 0))
         return out
 
-    def _completed(self, queue: str, n: int) -> None:
-        self.completed[queue] += n
-        self.notifier.notify(queue)  # completing a group head may unblock its successor
+    # -- the transactional outbox ---------------------------------------------------------
+
+    @contextmanager
+    def tx(self) -> Iterator[EngineTx]:
+        """One transaction shared by your SQL and mqlite's sends: both commit or neither.
+
+        Inside the block use ``tx.execute`` and ``tx.send``/``tx.send_one``/``tx.schedule``;
+        any exception rolls everything back. Do not long-poll or call the engine from
+        another thread while the block runs: the one writer is yours until it ends.
+        """
+        with self.store.transaction() as conn:
+            yield EngineTx(self, conn)
 
 
 def _settle_args(queue: object, seq: object, token: object) -> tuple[str, int, str]:
@@ -363,6 +299,3 @@ def _settle_args(queue: object, seq: object, token: object) -> tuple[str, int, s
     if not isinstance(token, str):
         raise errors.InvalidArgument("lock_token must be a string")
     return name, seq, token  # type: ignore[return-value]
-
-
-SettleFn = Callable[..., None]

@@ -11,12 +11,13 @@ engine.
 
 from __future__ import annotations
 
+import contextlib
 import fcntl
 import os
 import sqlite3
 import threading
 from collections.abc import Callable, Iterator
-from contextlib import contextmanager
+from contextlib import contextmanager, suppress
 from dataclasses import dataclass, field
 from importlib import resources
 
@@ -246,10 +247,9 @@ class Store:
             self._closed = True
             try:
                 if self.location.path is not None:
-                    try:
+                    # Closing must not fail on a busy checkpoint; the WAL stays valid.
+                    with contextlib.suppress(sqlite3.Error):
                         self.conn.execute("PRAGMA wal_checkpoint(TRUNCATE)")
-                    except sqlite3.Error:
-                        pass  # closing must not fail on a busy checkpoint; the WAL stays valid
                 self.conn.close()
             finally:
                 self._release_file_lock()
@@ -268,10 +268,8 @@ class Store:
             return 0
         total = 0
         for suffix in ("", "-wal", "-shm"):
-            try:
+            with suppress(OSError):
                 total += os.path.getsize(self.location.path + suffix)
-            except OSError:
-                pass
         return total
 
 
