@@ -80,14 +80,24 @@ class Catalog:
             self._plain_routes[name] = routes
         return routes
 
-    def set_topic_routes(self, topic: str, routes: list[Route]) -> None:
+    def set_topics(self, topics: dict[str, list[Route]]) -> None:
+        self._topics = {t: sorted(r, key=lambda x: x.queue.name) for t, r in topics.items() if r}
+
+    def put_route(self, topic: str, route: Route) -> None:
+        """Add or replace one subscription's route (fan-out order: subscription name)."""
+        routes = [r for r in self._topics.get(topic, []) if r.queue.name != route.queue.name]
+        self._topics[topic] = sorted([*routes, route], key=lambda x: x.queue.name)
+
+    def drop_route(self, topic: str, name: str) -> None:
+        routes = [r for r in self._topics.get(topic, []) if r.queue.name != name]
         if routes:
-            self._topics[topic] = sorted(routes, key=lambda r: r.queue.name)
+            self._topics[topic] = routes
         else:
             self._topics.pop(topic, None)
+        self.drop(name)
 
-    def topics(self) -> dict[str, list[Route]]:
-        return dict(self._topics)
+    def queues(self) -> dict[str, QueueInfo]:
+        return dict(self._queues)
 
     def _refresh_topic_routes(self, info: QueueInfo) -> None:
         for topic, routes in self._topics.items():

@@ -101,8 +101,10 @@ def claim_batch(
     Peek-lock batches hold one message per group (the claimed head blocks its successors);
     receive-and-delete removes each row at once, so the group's next message may follow.
     """
-    sql = CLAIM_STRICT_SQL if queue.config.ordering_mode == OrderingMode.STRICT_FIFO else (
-        CLAIM_GROUPED_SQL
+    sql = (
+        CLAIM_STRICT_SQL
+        if queue.config.ordering_mode == OrderingMode.STRICT_FIFO
+        else (CLAIM_GROUPED_SQL)
     )
     params = {"queue": queue.name, "now": now_ms, "until": now_ms + queue.config.lock_duration_ms}
     out: list[Message] = []

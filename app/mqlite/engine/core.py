@@ -12,7 +12,7 @@ from contextlib import contextmanager
 
 from mqlite import defaults, errors
 from mqlite.clock import SYSTEM_CLOCK, Clock
-from mqlite.engine import queues
+from mqlite.engine import queues, topics
 from mqlite.engine.catalog import Catalog
 from mqlite.engine.maintenance import DLQBounds, recover_locks
 from mqlite.engine.notify import Notifier
@@ -42,9 +42,13 @@ class EngineCore:
         self.store = Store(dsn, sync=sync)
         try:
             self.catalog = Catalog()
+            self.filter_failures = topics.FilterFailures(self.clock.monotonic_ms)
             with self.store.transaction() as conn:
                 self.recovered_locks = self._recover(conn)
                 self.catalog.load(conn)
+                self.catalog.set_topics(
+                    topics.load_routes(conn, self.catalog.queues(), self.filter_failures)
+                )
         except BaseException:
             self.store.close()
             raise

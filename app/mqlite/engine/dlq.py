@@ -81,7 +81,9 @@ def _chunk(
         "older_than": older_than_ms,
         "cutoff": now_ms - older_than_ms,
     }
-    count, last = conn.execute(DLQ_CHUNK_SQL, {**params, "limit": max if max > 0 else -1}).fetchone()
+    count, last = conn.execute(
+        DLQ_CHUNK_SQL, {**params, "limit": max if max > 0 else -1}
+    ).fetchone()
     params["last"] = last or 0
     return count, last or 0, params
 

@@ -1,4 +1,4 @@
-""""Queue Q may have work" signals for long polls (in-process, single broker).
+""" "Queue Q may have work" signals for long polls (in-process, single broker).
 
 A waiter registers a callback for one queue; ``notify(queue)`` calls and drops every
 callback registered for it (a broadcast, like closing a channel). The callback form serves

@@ -12,8 +12,8 @@ import sqlite3
 from contextlib import closing
 
 from mqlite import defaults
-from mqlite.errors import InvalidArgument, QueueNotFound
 from mqlite.engine.rows import MESSAGE_COLUMNS, row_to_message
+from mqlite.errors import InvalidArgument, QueueNotFound
 from mqlite.types import Message, State, Stats
 
 _PAGE = "queue = :queue AND id >= :from_seq"

@@ -26,7 +26,9 @@ QUEUE_COLUMNS = (
 
 SELECT_QUEUES_SQL = f"SELECT {QUEUE_COLUMNS} FROM queues ORDER BY name"
 
-SELECT_GENERATIONS_SQL = "SELECT key, value FROM meta WHERE key >= 'generation:' AND key < 'generation;'"
+SELECT_GENERATIONS_SQL = (
+    "SELECT key, value FROM meta WHERE key >= 'generation:' AND key < 'generation;'"
+)
 
 # Upsert keeps created_at and (via the meta row) the generation: reconfiguration preserves
 # the queue's identity; only DeleteQueue retires it.

@@ -11,14 +11,18 @@ from __future__ import annotations
 import sqlite3
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
+from typing import TYPE_CHECKING
 
 from mqlite import errors
 from mqlite.engine import dedup
 from mqlite.engine.rows import encode_properties
+
+if TYPE_CHECKING:  # TEMP-LAZY
+    from mqlite.filters import FilterInput
 from mqlite.types import OrderingMode, OutMessage, QueueInfo
 
-# Filter hook: (message, enqueued_at_ms, visible_at_ms) -> route this copy?
-Accepts = Callable[[OutMessage, int, int], bool]
+# Filter hook: route this copy? Evaluated against the message environment (fail closed).
+Accepts = Callable[["FilterInput"], bool]
 
 INSERT_MESSAGE_SQL = """
 INSERT INTO messages (queue, state, visible_at, enqueued_at, expires_at, message_id,
@@ -127,11 +131,15 @@ def insert(
         final_seq = 0
         conflicted = False
         props = encode_properties(m.properties)
+        env: FilterInput | None = None
         for route in routes:
             q = route.queue
             cfg = q.config
-            if route.accepts is not None and not route.accepts(m, now_ms, visible_at_ms):
-                continue
+            if route.accepts is not None:
+                if env is None:
+                    env = filter_input(m, now_ms, visible_at_ms)
+                if not route.accepts(env):
+                    continue
             if not m.group_id and cfg.ordering_mode == OrderingMode.GROUP_FIFO:
                 raise errors.GroupRequired(
                     f"queue {q.name!r} is group_fifo: every message needs a group_id"
@@ -178,6 +186,23 @@ def insert(
             )
         seqs.append(final_seq)
     return SendResult(seqs, notify)
+
+
+def filter_input(m: OutMessage, enqueued_at_ms: int, visible_at_ms: int) -> FilterInput:
+    """The message as a filter sees it at publish (built once per message, not per route)."""
+    from mqlite.filters import FilterInput  # TEMP-LAZY
+    return FilterInput(
+        subject=m.subject,
+        group_id=m.group_id,
+        correlation_id=m.correlation_id,
+        reply_to=m.reply_to,
+        message_id=m.message_id,
+        content_type=m.content_type,
+        properties=m.properties,
+        body=m.body,
+        enqueued_at_ms=enqueued_at_ms,
+        visible_at_ms=visible_at_ms,
+    )
 
 
 def cancel(conn: sqlite3.Connection, queue: str, seq_number: int) -> None:

@@ -27,8 +27,10 @@ DEFAULT_REJECT_REASON = "AppRequested"
 MAX_DELIVERY_REASON = "MaxDeliveryCountExceeded"
 
 # The fence shared by every verb: this row, this queue, this token, a live lease.
-_FENCE = "id = :seq AND queue = :queue AND lock_token = :token AND state = 'locked' " \
+_FENCE = (
+    "id = :seq AND queue = :queue AND lock_token = :token AND state = 'locked' "
     "AND locked_until > :now"
+)
 
 COMPLETE_SQL = f"DELETE FROM messages WHERE {_FENCE}"
 
@@ -122,7 +124,15 @@ def _settle(
     if conn.execute(sql, params).rowcount > 0:
         conn.execute(
             INSERT_RECEIPT_SQL,
-            (token, queue, seq, operation, args, now_ms, now_ms + defaults.SETTLEMENT_RECEIPT_TTL_MS),
+            (
+                token,
+                queue,
+                seq,
+                operation,
+                args,
+                now_ms,
+                now_ms + defaults.SETTLEMENT_RECEIPT_TTL_MS,
+            ),
         )
         return True
     if conn.execute(LOOKUP_RECEIPT_SQL, (queue, seq, token, operation, args, now_ms)).fetchone():
@@ -212,15 +222,19 @@ def complete_batch(
     expires = now_ms + defaults.SETTLEMENT_RECEIPT_TTL_MS
     fresh: list[tuple[int, str]] = []
     for seq, token in pairs:
-        if token and (seq, token) not in done and execute(
-            COMPLETE_PAIR_SQL, (seq, queue, token, now_ms)
-        ).rowcount:
+        if (
+            token
+            and (seq, token) not in done
+            and execute(COMPLETE_PAIR_SQL, (seq, queue, token, now_ms)).rowcount
+        ):
             done.add((seq, token))
             fresh.append((seq, token))
     for seq, token in pairs:
-        if token and (seq, token) not in done and execute(
-            LOOKUP_RECEIPT_SQL, (queue, seq, token, OP_COMPLETE, "", now_ms)
-        ).fetchone():
+        if (
+            token
+            and (seq, token) not in done
+            and execute(LOOKUP_RECEIPT_SQL, (queue, seq, token, OP_COMPLETE, "", now_ms)).fetchone()
+        ):
             done.add((seq, token))
     conn.executemany(
         INSERT_RECEIPT_SQL,
@@ -277,4 +291,3 @@ def receive_deferred(
         if row is not None:
             out.append(row_to_message(row))
     return out
-
