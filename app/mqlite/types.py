@@ -126,7 +126,9 @@ class Message:
         if self._settler is None or not self.lock_token:
             from mqlite.errors import InvalidArgument
 
-            raise InvalidArgument("this message holds no lock to settle (peeked or receive-and-delete)")
+            raise InvalidArgument(
+                "this message holds no lock to settle (peeked or receive-and-delete)"
+            )
         return self._settler
 
     def complete(self) -> None:
@@ -199,3 +201,24 @@ class FilterTestResult:
 
 
 JSONDict = dict[str, Any]
+
+
+class Permission(StrEnum):
+    SEND = "send"
+    LISTEN = "listen"
+    MANAGE = "manage"
+
+
+@dataclass(frozen=True, slots=True)
+class AccessKey:
+    """A managed access key's metadata: never the token, never its digest.
+
+    ``expires_at_ms`` 0 = no expiry; ``revoked_at_ms`` 0 = not revoked.
+    """
+
+    id: str
+    name: str
+    permissions: tuple[str, ...]
+    created_at_ms: int
+    expires_at_ms: int = 0
+    revoked_at_ms: int = 0

@@ -76,7 +76,7 @@ class Catalog:
             return topic
         routes = self._plain_routes.get(name)
         if routes is None:
-            routes = [Route(self.queue(name))]
+            routes = [Route(self.queue(queues.validate_name(name)))]
             self._plain_routes[name] = routes
         return routes
 

@@ -159,13 +159,14 @@ class Engine(AdminOps):
         ttl_ms: int | None,
         at_ms: int | None,
     ) -> list[int]:
-        name = queues.validate_name(name)
+        if not isinstance(name, str):
+            raise errors.InvalidArgument("queue name must be a string")
         msgs = send.validate_messages(messages, self.max_message_bytes)
         if ttl_ms is not None:
             check_int("ttl_ms", ttl_ms, minimum=0)
         if not msgs:
             return []
-        routes = self.catalog.routes(name)
+        routes = self.catalog.routes(name)  # validates an unknown name before refusing it
         with self.store.transaction() as conn:
             now = self.clock.now_ms()
             if at_ms is not None and at_ms <= now:

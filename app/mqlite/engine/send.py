@@ -38,6 +38,9 @@ DELETE FROM messages
 """
 
 
+_STRING_FIELDS = ("message_id", "group_id", "subject", "correlation_id", "reply_to", "content_type")
+
+
 @dataclass(frozen=True, slots=True)
 class Route:
     queue: QueueInfo
@@ -65,15 +68,8 @@ def validate_messages(messages: object, max_message_bytes: int) -> list[OutMessa
             raise errors.MessageTooLarge(
                 f"messages[{i}].body is {len(body)} bytes, over the {max_message_bytes}-byte cap"
             )
-        for name in (
-            "message_id",
-            "group_id",
-            "subject",
-            "correlation_id",
-            "reply_to",
-            "content_type",
-        ):
-            if not isinstance(getattr(m, name), str):
+        for name in _STRING_FIELDS:
+            if type(getattr(m, name)) is not str:
                 raise errors.InvalidArgument(f"messages[{i}].{name} must be a string")
         props = m.properties
         if props is None:
