@@ -1,25 +1,84 @@
 """Configuration from the environment, parsed once; a bad value fails naming the variable.
 
 Nothing else in mqlite reads ``os.environ``: callers pass ``os.environ`` (or any mapping)
-to ``Settings.from_env``.
+to ``Settings.from_env`` and overlay their command-line flags with ``with_flags``.
+A typo never silently downgrades a setting: every unrecognised value is a startup error.
 """
 
 from __future__ import annotations
 
+import ipaddress
+import re
+import secrets
 from collections.abc import Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 from mqlite import defaults, errors
 
-
 DEFAULT_DB = "file:./mq.db"
+DEFAULT_ADDR = f":{defaults.PORT}"
+DEFAULT_DLQ_MAX_AGE_MS = 14 * 24 * 3600 * 1000
+DEFAULT_DLQ_MAX_COUNT = 1_000_000
+
+_DURATION_UNITS_MS = {"ms": 1, "s": 1000, "m": 60_000, "h": 3_600_000, "d": 86_400_000}
+_DURATION_UNITS_MS["w"] = 7 * _DURATION_UNITS_MS["d"]
+_DURATION_PART = re.compile(r"(\d+(?:\.\d+)?)(ms|s|m|h|d|w)")
+_TRUE = ("on", "true", "1", "yes")
+_FALSE = ("off", "false", "0", "no")
 
 
 class ConfigError(errors.InvalidArgument):
     """invalid configuration."""
 
 
-def _sync(environ: Mapping[str, str]) -> str:
+def parse_duration_ms(text: str, *, name: str = "duration") -> int:
+    """``1d12h``, ``336h``, ``90s``, ``500ms``, ``2w``: units ms s m h d w, summed; no sign."""
+    raw = text.strip()
+    pos = 0
+    total = 0.0
+    for match in _DURATION_PART.finditer(raw):
+        if match.start() != pos:
+            break
+        total += float(match.group(1)) * _DURATION_UNITS_MS[match.group(2)]
+        pos = match.end()
+    if not raw or pos != len(raw):
+        raise ConfigError(
+            f"{name}={text!r} is not a duration (use e.g. 500ms, 30s, 5m, 12h, 14d, 2w)"
+        )
+    return round(total)
+
+
+def generate_token() -> str:
+    """An administrator token: ``mqk_`` + 64 lowercase hex (256 random bits)."""
+    return "mqk_" + secrets.token_hex(32)
+
+
+def _flag(environ: Mapping[str, str], name: str, default: bool) -> bool:
+    raw = environ.get(name, "").strip().lower()
+    if not raw:
+        return default
+    if raw in _TRUE:
+        return True
+    if raw in _FALSE:
+        return False
+    raise ConfigError(f"{name}={environ[name]!r} must be on/off (true/false, 1/0)")
+
+
+def _int(environ: Mapping[str, str], name: str, default: int, *, minimum: int) -> int:
+    raw = environ.get(name, "").strip()
+    if not raw:
+        return default
+    try:
+        value = int(raw.replace("_", ""))
+    except ValueError:
+        raise ConfigError(f"{name}={raw!r} is not an integer") from None
+    if value < minimum:
+        raise ConfigError(f"{name}={raw!r} must be at least {minimum}")
+    return value
+
+
+def sync_from_env(environ: Mapping[str, str]) -> str:
+    """``MQLITE_SYNC`` alone (what an embedded open needs), validated."""
     raw = environ.get("MQLITE_SYNC", "")
     mode = (raw or defaults.DEFAULT_SYNC).strip().upper()
     if mode not in defaults.SYNC_MODES:
@@ -27,17 +86,41 @@ def _sync(environ: Mapping[str, str]) -> str:
     return mode
 
 
-def _positive_int(environ: Mapping[str, str], name: str, default: int) -> int:
-    raw = environ.get(name, "").strip()
-    if not raw:
-        return default
+def _token_list(raw: str, name: str) -> tuple[str, ...]:
+    tokens = tuple(t.strip() for t in raw.split(",") if t.strip())
+    if not tokens:
+        raise ConfigError(f"{name} holds no usable token")
+    for token in tokens:
+        if any(ch.isspace() or ord(ch) < 0x21 or ord(ch) > 0x7E for ch in token):
+            raise ConfigError(f"{name} holds a token with whitespace or non-ASCII characters")
+    return tokens
+
+
+def parse_addr(addr: str, *, name: str = "MQLITE_ADDR") -> tuple[str, int]:
+    """``HOST:PORT``, ``:PORT`` (all interfaces) or ``[v6]:PORT``."""
+    text = addr.strip()
+    if not text:
+        raise ConfigError(f"{name} is blank (want HOST:PORT, e.g. 127.0.0.1:{defaults.PORT})")
+    host, sep, port_text = text.rpartition(":")
+    if not sep:
+        raise ConfigError(f"{name}={addr!r} has no port (want HOST:PORT)")
+    host = host.strip("[]")
     try:
-        value = int(raw)
+        port = int(port_text)
     except ValueError:
-        raise ConfigError(f"{name}={raw!r} is not an integer") from None
-    if value <= 0:
-        raise ConfigError(f"{name}={raw!r} must be positive")
-    return value
+        raise ConfigError(f"{name}={addr!r}: port {port_text!r} is not a number") from None
+    if not 0 <= port <= 65535:
+        raise ConfigError(f"{name}={addr!r}: port out of range")
+    return host, port
+
+
+def is_loopback(host: str) -> bool:
+    if host == "localhost":
+        return True
+    try:
+        return ipaddress.ip_address(host).is_loopback
+    except ValueError:
+        return False  # empty (all interfaces), 0.0.0.0-like names, or unresolved names
 
 
 @dataclass(frozen=True, slots=True)
@@ -45,13 +128,113 @@ class Settings:
     db: str = DEFAULT_DB
     sync: str = defaults.DEFAULT_SYNC
     max_message_bytes: int = defaults.MAX_MESSAGE_BYTES
+    addr: str = DEFAULT_ADDR
+    # None = auth off; otherwise the configured administrator tokens.
+    tokens: tuple[str, ...] | None = ()
+    token_generated: bool = False
+    monitor_tokens: tuple[str, ...] = ()
+    metrics: bool = False
+    cors: str | None = None
+    ui: bool = True
+    dlq_max_age_ms: int = DEFAULT_DLQ_MAX_AGE_MS
+    dlq_max_count: int = DEFAULT_DLQ_MAX_COUNT
+    dlq_max_bytes: int = 0
+    insecure_allow_remote: bool = False
+    log_level: str = "INFO"
+
+    @property
+    def auth(self) -> bool:
+        return self.tokens is not None
+
+    @property
+    def host_port(self) -> tuple[str, int]:
+        return parse_addr(self.addr, name="--addr/MQLITE_ADDR")
 
     @classmethod
     def from_env(cls, environ: Mapping[str, str]) -> Settings:
+        """Parse every MQLITE_* variable; generate an admin token when none is configured."""
+        raw_tokens = environ.get("MQLITE_TOKENS")
+        tokens: tuple[str, ...] | None
+        generated = False
+        if raw_tokens is None or not raw_tokens.strip():
+            tokens, generated = (generate_token(),), True
+        elif raw_tokens.strip().lower() == "off":
+            tokens = None
+        else:
+            tokens = _token_list(raw_tokens, "MQLITE_TOKENS")
+        monitor: tuple[str, ...] = ()
+        raw_monitor = environ.get("MQLITE_MONITOR_TOKENS", "")
+        if raw_monitor.strip():
+            if tokens is None:
+                raise ConfigError("MQLITE_MONITOR_TOKENS requires auth (MQLITE_TOKENS is off)")
+            monitor = _token_list(raw_monitor, "MQLITE_MONITOR_TOKENS")
+            if set(monitor) & set(tokens):
+                raise ConfigError(
+                    "MQLITE_MONITOR_TOKENS must be distinct from the administrator tokens"
+                )
+        metrics = _flag(environ, "MQLITE_METRICS", False)
+        raw_cors = environ.get("MQLITE_CORS")
+        if raw_cors is None or not raw_cors.strip():
+            cors: str | None = "*" if tokens is not None else None
+        elif raw_cors.strip().lower() == "off":
+            cors = None
+        else:
+            cors = raw_cors.strip()
+        retention = _flag(environ, "MQLITE_DLQ_RETENTION", True)
+        age = DEFAULT_DLQ_MAX_AGE_MS
+        if environ.get("MQLITE_DLQ_MAX_AGE", "").strip():
+            age = parse_duration_ms(environ["MQLITE_DLQ_MAX_AGE"], name="MQLITE_DLQ_MAX_AGE")
+        count = _int(environ, "MQLITE_DLQ_MAX_COUNT", DEFAULT_DLQ_MAX_COUNT, minimum=0)
+        nbytes = _int(environ, "MQLITE_DLQ_MAX_BYTES", 0, minimum=0)
+        addr = environ.get("MQLITE_ADDR", DEFAULT_ADDR)
+        parse_addr(addr)
+        level = environ.get("MQLITE_LOG_LEVEL", "INFO").strip().upper() or "INFO"
+        if level not in ("DEBUG", "INFO", "WARNING", "ERROR"):
+            raise ConfigError(f"MQLITE_LOG_LEVEL={level!r} is not DEBUG/INFO/WARNING/ERROR")
         return cls(
             db=environ.get("MQLITE_DB", "").strip() or DEFAULT_DB,
-            sync=_sync(environ),
-            max_message_bytes=_positive_int(
-                environ, "MQLITE_MAX_MESSAGE_BYTES", defaults.MAX_MESSAGE_BYTES
+            sync=sync_from_env(environ),
+            max_message_bytes=_int(
+                environ, "MQLITE_MAX_MESSAGE_BYTES", defaults.MAX_MESSAGE_BYTES, minimum=1
             ),
+            addr=addr,
+            tokens=tokens,
+            token_generated=generated,
+            monitor_tokens=monitor,
+            metrics=metrics,
+            cors=cors,
+            ui=_flag(environ, "MQLITE_UI", True),
+            dlq_max_age_ms=age if retention else 0,
+            dlq_max_count=count if retention else 0,
+            dlq_max_bytes=nbytes if retention else 0,
+            log_level=level,
         )
+
+    def with_flags(
+        self,
+        *,
+        addr: str | None = None,
+        metrics: bool | None = None,
+        insecure_allow_remote: bool | None = None,
+    ) -> Settings:
+        """Overlay command-line flags (flags win over the environment)."""
+        s = self
+        if addr is not None:
+            parse_addr(addr, name="--addr")
+            s = replace(s, addr=addr)
+        if metrics is not None:
+            s = replace(s, metrics=metrics)
+        if insecure_allow_remote is not None:
+            s = replace(s, insecure_allow_remote=insecure_allow_remote)
+        return s
+
+    def check_serve(self) -> None:
+        """Refusals that only apply to a listening broker."""
+        host, _ = self.host_port
+        if not self.auth and not is_loopback(host) and not self.insecure_allow_remote:
+            raise ConfigError(
+                f"auth is off (MQLITE_TOKENS=off) and {self.addr!r} is not a loopback address: "
+                "bind 127.0.0.1, enable auth, or pass --insecure-allow-remote"
+            )
+        if self.metrics and not self.auth:
+            raise ConfigError("MQLITE_METRICS/--metrics requires auth (MQLITE_TOKENS is off)")

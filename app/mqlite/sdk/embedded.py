@@ -10,7 +10,7 @@ import os
 
 from mqlite import defaults
 from mqlite.clock import Clock
-from mqlite.config import Settings
+from mqlite.config import sync_from_env
 from mqlite.engine import DLQBounds, Engine
 from mqlite.scheduling import MaintenanceScheduler
 
@@ -31,7 +31,7 @@ class EmbeddedClient(Engine):
         dlq_max_bytes: int = 0,
     ) -> None:
         if sync is None:
-            sync = Settings.from_env(os.environ).sync
+            sync = sync_from_env(os.environ)
         super().__init__(
             dsn,
             clock=clock,
