@@ -1,7 +1,6 @@
 """mqlite: a message broker on one SQLite file, with Azure Service Bus semantics.
 
-    import mqlite
-    mq = mqlite.open_embedded("file:./mq.db")
+Start with ``mqlite.open_embedded("file:./mq.db")``; see docs/embedded.md.
 """
 
 from mqlite import errors

@@ -6,6 +6,7 @@ and a helper to create queues. Helpers shared by the test modules live in
 
 from __future__ import annotations
 
+import contextlib
 from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
@@ -49,10 +50,8 @@ def open_mq(dsn: str, clock: FakeClock) -> Iterator[Callable[..., Any]]:
 
     yield _open
     for engine in reversed(opened):
-        try:
+        with contextlib.suppress(Exception):  # already closed, or closed by the test
             engine.close()
-        except Exception:  # already closed, or closed by the test
-            pass
 
 
 @pytest.fixture

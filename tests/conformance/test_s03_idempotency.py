@@ -183,7 +183,11 @@ def test_3_3_attempt_record_expires_after_max_of_lock_and_five_minutes(mq, make_
     clock.advance(5 * 60_000 - 1)
     mq.run_maintenance_once()  # the lock is reaped; the attempt record is still live
     (replay,) = mq.receive(q, attempt_id="a1")
-    assert (replay.seq_number, replay.lock_token, replay.delivery_count) == (seq, first.lock_token, 1)
+    assert (replay.seq_number, replay.lock_token, replay.delivery_count) == (
+        seq,
+        first.lock_token,
+        1,
+    )
     clock.advance(1)
     (fresh,) = mq.receive(q, attempt_id="a1")
     assert fresh.seq_number == seq

@@ -16,7 +16,7 @@ def run_in_thread(fn) -> tuple[threading.Thread, dict[str, object]]:  # type: ig
     def target() -> None:
         try:
             out["value"] = fn()
-        except BaseException as exc:  # noqa: BLE001 - reported to the test
+        except BaseException as exc:
             out["error"] = exc
 
     t = threading.Thread(target=target, daemon=True)
@@ -51,7 +51,9 @@ def test_an_empty_long_poll_returns_empty_at_its_deadline(engine: mqlite.Embedde
     assert 0.1 <= time.monotonic() - started < 3
 
 
-def test_advancing_the_fake_clock_brings_the_deadline_closer(engine: mqlite.EmbeddedClient, clock) -> None:  # type: ignore[no-untyped-def]
+def test_advancing_the_fake_clock_brings_the_deadline_closer(
+    engine: mqlite.EmbeddedClient, clock
+) -> None:  # type: ignore[no-untyped-def]
     engine.create_queue("q")
     t, out = run_in_thread(lambda: engine.receive("q", wait_ms=20_000))
     wait_for_waiter(engine, "q")
@@ -77,7 +79,9 @@ def test_close_wakes_parked_receivers_with_closed(db_path) -> None:  # type: ign
         raise AssertionError("send after close must raise Closed")
 
 
-def test_completing_a_group_head_wakes_a_waiter_for_its_successor(engine: mqlite.EmbeddedClient) -> None:
+def test_completing_a_group_head_wakes_a_waiter_for_its_successor(
+    engine: mqlite.EmbeddedClient,
+) -> None:
     engine.create_queue("q")
     engine.send("q", [OutMessage(body=b"1", group_id="g"), OutMessage(body=b"2", group_id="g")])
     (head,) = engine.receive("q", max_messages=5)

@@ -31,7 +31,13 @@ from typing import Any
 import pytest
 from hypothesis import HealthCheck, settings
 from hypothesis import strategies as st
-from hypothesis.stateful import RuleBasedStateMachine, invariant, precondition, rule
+from hypothesis.stateful import (
+    RuleBasedStateMachine,
+    initialize,
+    invariant,
+    precondition,
+    rule,
+)
 
 import mqlite
 from mqlite import OutMessage, QueueConfig, errors
@@ -57,15 +63,22 @@ def norm(op: Op) -> Op:
     return op
 
 
-OPS = st.one_of(
-    st.just(("complete",)),
-    st.sampled_from([0, 0, 1_000, 45_000]).map(lambda d: ("abandon", d)),
-    st.tuples(
-        st.just("reject"),
-        st.sampled_from(["", "AppRequested", "bad"]),
-        st.sampled_from(["", "why"]),
-    ),
-    st.just(("defer",)),
+# Weighted towards the verbs that park a message (defer, abandon with a delay): they are
+# what the head-of-line rules are about.
+OPS = st.sampled_from(
+    [
+        ("defer",),
+        ("abandon", 1_000),
+        ("abandon", 0),
+        ("complete",),
+        ("abandon", 45_000),
+        ("defer",),
+        ("reject", "", ""),
+        ("complete",),
+        ("reject", "AppRequested", ""),
+        ("reject", "bad", "why"),
+        ("reject", "", "why"),
+    ]
 )
 
 
@@ -327,7 +340,11 @@ class QueueModelMachine(RuleBasedStateMachine):
             self.objs[(g.seq_number, g.lock_token)] = g
 
     # -- producers ---------------------------------------------------------------------
-    @rule(data=st.data(), n=st.integers(1, 3), batch=st.booleans())
+    @initialize(data=st.data(), n=st.integers(2, 6))
+    def prefill(self, data: st.DataObject, n: int) -> None:
+        self.send(data, n, batch=True)
+
+    @rule(data=st.data(), n=st.integers(1, 4), batch=st.booleans())
     def send(self, data: st.DataObject, n: int, batch: bool) -> None:
         groups = [data.draw(st.sampled_from(self.GROUPS)) for _ in range(n)]
         outs = []
@@ -344,8 +361,18 @@ class QueueModelMachine(RuleBasedStateMachine):
             self.model.msgs[s] = MMsg(seq=s, group=o.group_id, body=o.body, visible_at=self.now)
 
     # -- consumers ---------------------------------------------------------------------
-    @rule(n=st.integers(1, 4), attempt=st.sampled_from([None, None, None, "A1", "A2"]))
-    def receive_peek_lock(self, n: int, attempt: str | None) -> None:
+    @rule(
+        n=st.integers(1, 4),
+        mode=st.sampled_from(["peek_lock"] * 3 + ["receive_and_delete"]),
+        attempt=st.sampled_from([None, None, None, "A1", "A2"]),
+    )
+    def receive(self, n: int, mode: str, attempt: str | None) -> None:
+        if mode == "receive_and_delete":
+            self._receive_and_delete(n)
+        else:
+            self._receive_peek_lock(n, attempt)
+
+    def _receive_peek_lock(self, n: int, attempt: str | None) -> None:
         now = self.now
         got = self.mq.receive(Q, max_messages=n, wait_ms=0, mode="peek_lock", attempt_id=attempt)
         rec = self.model.attempts.get(attempt) if attempt else None
@@ -363,8 +390,7 @@ class QueueModelMachine(RuleBasedStateMachine):
                 [(m.seq_number, m.lock_token, m.delivery_count) for m in got],
             )
 
-    @rule(n=st.integers(1, 4))
-    def receive_and_delete(self, n: int) -> None:
+    def _receive_and_delete(self, n: int) -> None:
         now = self.now
         got = self.mq.receive(Q, max_messages=n, wait_ms=0, mode="receive_and_delete")
         expected = self.model.claim(n, now, delete=True)
@@ -377,6 +403,7 @@ class QueueModelMachine(RuleBasedStateMachine):
             assert g.delivery_count == e.count and g.body == e.body
             self.gone.add(g.seq_number)
 
+    @precondition(lambda self: any(m.state == "deferred" for m in self.model.msgs.values()))
     @rule(data=st.data())
     def receive_deferred(self, data: st.DataObject) -> None:
         pool = sorted(self.model.msgs) + sorted(self.gone)[-2:] + [10**9]
@@ -425,46 +452,47 @@ class QueueModelMachine(RuleBasedStateMachine):
                 self.gone.add(seq)
 
     @precondition(lambda self: self._locked())
-    @rule(data=st.data(), op=OPS, bound=st.booleans())
-    def settle_with_current_token(self, data: st.DataObject, op: Op, bound: bool) -> None:
+    @rule(data=st.data(), op=OPS)
+    def settle_with_current_token(self, data: st.DataObject, op: Op) -> None:
         m = data.draw(st.sampled_from(self._locked()))
-        obj = self.objs.get((m.seq, m.token)) if bound else None
-        self._settle(m.seq, m.token, op, "current token", obj)
+        self._settle(m.seq, m.token, op, "current token")
 
-    @precondition(lambda self: self.model.msgs)
+    @precondition(lambda self: self._locked())
     @rule(data=st.data(), op=OPS)
-    def settle_with_wrong_token(self, data: st.DataObject, op: Op) -> None:
-        seq = data.draw(st.sampled_from(sorted(self.model.msgs)))
-        self._settle(seq, secrets.token_hex(16), op, "random token")
-
-    @precondition(lambda self: len({s for s, _ in self.tokens_ever}) >= 2)
-    @rule(data=st.data(), op=OPS)
-    def settle_with_token_of_another_message(self, data: st.DataObject, op: Op) -> None:
-        seq, token = data.draw(st.sampled_from(self.tokens_ever))
-        other = data.draw(st.sampled_from(sorted({s for s, _ in self.tokens_ever if s != seq})))
-        self._settle(other, token, op, "token of another message")
+    def settle_a_received_message(self, data: st.DataObject, op: Op) -> None:
+        """The same through the received Message's bound methods (m.complete() ...)."""
+        m = data.draw(st.sampled_from(self._locked()))
+        self._settle(m.seq, m.token, op, "bound message", self.objs.get((m.seq, m.token)))
 
     @precondition(lambda self: self.tokens_ever)
-    @rule(data=st.data(), op=OPS)
-    def settle_with_any_issued_token(self, data: st.DataObject, op: Op) -> None:
-        seq, token = data.draw(st.sampled_from(self.tokens_ever))
-        self._settle(seq, token, op, "issued (maybe stale) token")
+    @rule(data=st.data(), op=OPS, kind=st.sampled_from(["random", "other", "issued"]))
+    def settle_with_a_bad_token(self, data: st.DataObject, op: Op, kind: str) -> None:
+        """A random token, another message's token, or any issued (maybe stale) token."""
+        others = sorted({s for s, _ in self.tokens_ever})
+        if kind == "random" and self.model.msgs:
+            seq = data.draw(st.sampled_from(sorted(self.model.msgs)))
+            self._settle(seq, secrets.token_hex(16), op, "random token")
+        elif kind == "other" and len(others) >= 2:
+            seq, token = data.draw(st.sampled_from(self.tokens_ever))
+            other = data.draw(st.sampled_from([s for s in others if s != seq]))
+            self._settle(other, token, op, "token of another message")
+        else:
+            seq, token = data.draw(st.sampled_from(self.tokens_ever))
+            self._settle(seq, token, op, "issued (maybe stale) token")
 
     @precondition(lambda self: self.history)
-    @rule(data=st.data())
-    def replay_exact_settlement(self, data: st.DataObject) -> None:
+    @rule(data=st.data(), exact=st.booleans())
+    def replay_a_settlement(self, data: st.DataObject, exact: bool) -> None:
+        """Replay a committed settlement: exactly (ok while its receipt lives) or changed."""
         seq, token, op = data.draw(st.sampled_from(self.history))
-        if op[0] == "reject" and op[1] in ("", "AppRequested") and data.draw(st.booleans()):
-            op = ("reject", "AppRequested" if op[1] == "" else "", op[2])  # same request
-        obj = self.objs.get((seq, token)) if data.draw(st.booleans()) else None
-        self._settle(seq, token, op, "exact replay", obj)
-
-    @precondition(lambda self: self.history)
-    @rule(data=st.data())
-    def replay_with_different_request(self, data: st.DataObject) -> None:
-        seq, token, op = data.draw(st.sampled_from(self.history))
-        other = data.draw(OPS.filter(lambda o: norm(o) != norm(op)))
-        self._settle(seq, token, other, f"replay of {op} as a different request")
+        if exact:
+            if op[0] == "reject" and op[1] in ("", "AppRequested") and data.draw(st.booleans()):
+                op = ("reject", "AppRequested" if op[1] == "" else "", op[2])  # same request
+            obj = self.objs.get((seq, token)) if data.draw(st.booleans()) else None
+            self._settle(seq, token, op, "exact replay", obj)
+        else:
+            other = data.draw(OPS.filter(lambda o: norm(o) != norm(op)))
+            self._settle(seq, token, other, f"replay of {op} as a different request")
 
     @precondition(lambda self: self.tokens_ever)
     @rule(data=st.data(), current=st.booleans(), bound=st.booleans())
@@ -528,30 +556,36 @@ class QueueModelMachine(RuleBasedStateMachine):
         ], f"renew_batch({[(s, t[:6]) for s, t in pairs]}) now={now - START_MS}"
 
     # -- time and background -----------------------------------------------------------
-    @rule(ms=st.sampled_from([1, 1_000, LOCK_MS - 1, LOCK_MS, LOCK_MS + 1, 45_000, RECEIPT_TTL_MS]))
-    def advance(self, ms: int) -> None:
-        self.clock.advance(ms)
+    @rule(
+        data=st.data(),
+        ms=st.sampled_from(
+            [0, 1, 1_000, LOCK_MS - 1, LOCK_MS, LOCK_MS + 1, 45_000, RECEIPT_TTL_MS, "receipt"]
+        ),
+        maintain=st.booleans(),
+    )
+    def time_passes(self, data: st.DataObject, ms: int | str, maintain: bool) -> None:
+        """Advance the clock (maybe to a receipt's expiry +-1 ms), then maybe run maintenance."""
+        if ms == "receipt":
+            exps = sorted(self.model.receipts.values())
+            ms = 0
+            if exps:
+                ms = data.draw(st.sampled_from(exps)) + data.draw(st.sampled_from([-1, 0, 1]))
+                ms -= self.now
+        assert isinstance(ms, int)
+        self._advance(ms, maintain)
 
     @precondition(lambda self: self._locked())
-    @rule(data=st.data(), delta=st.sampled_from([-1, 0, 0, 1]))
-    def advance_to_a_lease_deadline(self, data: st.DataObject, delta: int) -> None:
+    @rule(data=st.data(), delta=st.sampled_from([-1, 0, 0, 1]), maintain=st.booleans())
+    def advance_to_a_lease_deadline(self, data: st.DataObject, delta: int, maintain: bool) -> None:
         m = data.draw(st.sampled_from(self._locked()))
-        step = m.locked_until + delta - self.now
-        if step > 0:
-            self.clock.advance(step)
+        self._advance(m.locked_until + delta - self.now, maintain)
 
-    @precondition(lambda self: self.model.receipts)
-    @rule(data=st.data(), delta=st.sampled_from([-1, 0, 1]))
-    def advance_to_a_receipt_expiry(self, data: st.DataObject, delta: int) -> None:
-        exp = data.draw(st.sampled_from(sorted(self.model.receipts.values())))
-        step = exp + delta - self.now
-        if step > 0:
-            self.clock.advance(step)
-
-    @rule()
-    def run_maintenance(self) -> None:
-        self.mq.run_maintenance_once()
-        self.model.maintenance(self.now)
+    def _advance(self, ms: int, maintain: bool) -> None:
+        if ms > 0:
+            self.clock.advance(ms)
+        if maintain:
+            self.mq.run_maintenance_once()
+            self.model.maintenance(self.now)
 
     # -- invariants --------------------------------------------------------------------
     @invariant()
@@ -594,8 +628,9 @@ class FileReopenMachine(QueueModelMachine):
 
     FILE_DB = True
 
-    @rule()
-    def reopen(self) -> None:
+    @rule(ms=st.sampled_from([0, LOCK_MS]))
+    def reopen(self, ms: int) -> None:
+        self.clock.advance(ms)
         self.mq.close()
         self.mq = self._open()
         self.model.crash_recovery()

@@ -30,11 +30,10 @@ def test_commit_writes_the_row_and_the_message(mq: mqlite.EmbeddedClient) -> Non
 
 
 def test_an_exception_rolls_back_both(mq: mqlite.EmbeddedClient) -> None:
-    with pytest.raises(RuntimeError):
-        with mq.tx() as tx:
-            tx.execute("INSERT INTO orders(id, total) VALUES (?, ?)", (42, 1999))
-            tx.send_one("events", OutMessage(body=b"x"))
-            raise RuntimeError("business rule failed")
+    with pytest.raises(RuntimeError), mq.tx() as tx:
+        tx.execute("INSERT INTO orders(id, total) VALUES (?, ?)", (42, 1999))
+        tx.send_one("events", OutMessage(body=b"x"))
+        raise RuntimeError("business rule failed")
     assert count_orders(mq) == 0
     assert mq.stats("events").total == 0
 
@@ -63,18 +62,18 @@ def test_long_polls_are_woken_only_after_commit(mq: mqlite.EmbeddedClient) -> No
 def test_no_wake_up_for_a_rolled_back_send(mq: mqlite.EmbeddedClient) -> None:
     woken: list[str] = []
     waiter = mq.notifier.register("events", lambda: woken.append("events"))
-    with pytest.raises(ValueError):
-        with mq.tx() as tx:
-            tx.send_one("events", OutMessage(body=b"x"))
-            raise ValueError
+    with pytest.raises(ValueError), mq.tx() as tx:
+        tx.send_one("events", OutMessage(body=b"x"))
+        raise ValueError
     assert woken == []
     waiter.cancel()
 
 
-def test_engine_verbs_called_inside_the_block_join_the_transaction(mq: mqlite.EmbeddedClient) -> None:
-    with pytest.raises(KeyError):
-        with mq.tx() as tx:
-            tx.execute("INSERT INTO orders(id, total) VALUES (7, 7)")
-            mq.send_one("events", OutMessage(body=b"joined"))
-            raise KeyError
+def test_engine_verbs_called_inside_the_block_join_the_transaction(
+    mq: mqlite.EmbeddedClient,
+) -> None:
+    with pytest.raises(KeyError), mq.tx() as tx:
+        tx.execute("INSERT INTO orders(id, total) VALUES (7, 7)")
+        mq.send_one("events", OutMessage(body=b"joined"))
+        raise KeyError
     assert mq.stats("events").total == 0

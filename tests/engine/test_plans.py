@@ -22,10 +22,7 @@ def conn() -> sqlite3.Connection:
             (f"q{i}", "group_fifo"),
         )
     states = ["active", "locked", "deferred", "scheduled", "dead_lettered", "active", "active"]
-    rows = [
-        (f"q{i % 5}", states[i % len(states)], f"g{i % 16}", b"x" * 16, 0)
-        for i in range(3000)
-    ]
+    rows = [(f"q{i % 5}", states[i % len(states)], f"g{i % 16}", b"x" * 16, 0) for i in range(3000)]
     c.executemany(
         "INSERT INTO messages(queue, state, group_id, body, enqueued_at) VALUES (?, ?, ?, ?, ?)",
         rows,
@@ -49,14 +46,18 @@ def assert_no_table_scan(text: str) -> None:
 CLAIM = {"queue": "q1", "now": 5, "until": 10, "token": "t"}
 
 
-def test_1_5_grouped_claim_seeks_idx_msg_active_and_probes_by_index(conn: sqlite3.Connection) -> None:
+def test_1_5_grouped_claim_seeks_idx_msg_active_and_probes_by_index(
+    conn: sqlite3.Connection,
+) -> None:
     text = plan(conn, claim.CLAIM_GROUPED_SQL, CLAIM)
     assert "idx_msg_active" in text
     assert text.count("idx_msg_group_inflight (queue=? AND group_id=? AND state=? AND id<?)") == 3
     assert_no_table_scan(text)
 
 
-def test_1_5_strict_claim_bounds_by_the_earliest_blocker_per_state(conn: sqlite3.Connection) -> None:
+def test_1_5_strict_claim_bounds_by_the_earliest_blocker_per_state(
+    conn: sqlite3.Connection,
+) -> None:
     text = plan(conn, claim.CLAIM_STRICT_SQL, CLAIM)
     assert "idx_msg_active (queue=? AND id<?)" in text
     for index in ("idx_msg_deferred", "idx_msg_sched_head", "idx_msg_locked_head"):
@@ -66,7 +67,13 @@ def test_1_5_strict_claim_bounds_by_the_earliest_blocker_per_state(conn: sqlite3
 
 @pytest.mark.parametrize(
     "sql",
-    [settle.COMPLETE_SQL, settle.ABANDON_SQL, settle.REJECT_SQL, settle.DEFER_SQL, settle.RENEW_SQL],
+    [
+        settle.COMPLETE_SQL,
+        settle.ABANDON_SQL,
+        settle.REJECT_SQL,
+        settle.DEFER_SQL,
+        settle.RENEW_SQL,
+    ],
 )
 def test_settlement_verbs_are_primary_key_lookups(conn: sqlite3.Connection, sql: str) -> None:
     params = {
@@ -96,8 +103,16 @@ def test_renew_batch_looks_up_its_pairs_not_every_live_lock(conn: sqlite3.Connec
     ("sql", "params", "index"),
     [
         (settle.COMPLETE_PAIR_SQL, [1, "q1", "t", 1], "INTEGER PRIMARY KEY"),
-        (settle.LOOKUP_RECEIPT_SQL, ["q1", 1, "t", "completed", "", 1], "sqlite_autoindex_settlement_receipts_1"),
-        (settle.RECEIVE_DEFERRED_SQL, {"token": "t", "until": 1, "seq": 1, "queue": "q1"}, "INTEGER PRIMARY KEY"),
+        (
+            settle.LOOKUP_RECEIPT_SQL,
+            ["q1", 1, "t", "completed", "", 1],
+            "sqlite_autoindex_settlement_receipts_1",
+        ),
+        (
+            settle.RECEIVE_DEFERRED_SQL,
+            {"token": "t", "until": 1, "seq": 1, "queue": "q1"},
+            "INTEGER PRIMARY KEY",
+        ),
         (dedup.LOOKUP_DEDUP_SQL, ["q1", "m", 1], "sqlite_autoindex_dedup_1"),
         (send.CANCEL_SQL, [1, "q1"], "INTEGER PRIMARY KEY"),
         (claim.LOOKUP_ATTEMPT_SQL, ["q1", "a", 1], "sqlite_autoindex_receive_attempts_1"),
@@ -114,5 +129,11 @@ def test_lookup_statements_use_their_keys(
 
 def test_queue_emptiness_probe_touches_every_state_index(conn: sqlite3.Connection) -> None:
     text = plan(conn, queues.HAS_MESSAGES_SQL, ["q1"])
-    for index in ("idx_msg_active", "idx_msg_locked_head", "idx_msg_deferred", "idx_msg_sched_head", "idx_msg_dlq"):
+    for index in (
+        "idx_msg_active",
+        "idx_msg_locked_head",
+        "idx_msg_deferred",
+        "idx_msg_sched_head",
+        "idx_msg_dlq",
+    ):
         assert index in text

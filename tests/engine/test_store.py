@@ -160,7 +160,7 @@ def test_reopen_keeps_data_and_the_version_row(db_path: Path) -> None:
 
 def test_old_sqlite_is_refused_with_a_clear_error(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setattr(store.sqlite3, "sqlite_version_info", (3, 36, 0))
-    with pytest.raises(errors.UnsupportedSQLite, match="3.37"):
+    with pytest.raises(errors.UnsupportedSQLite, match=r"3\.37"):
         store.Store(":memory:")
 
 
@@ -171,7 +171,13 @@ def test_missing_directory_is_a_clear_error(tmp_path: Path) -> None:
 
 @pytest.mark.parametrize(
     ("dsn", "memory"),
-    [(":memory:", True), ("", True), ("file::memory:", True), ("file:x.db", False), ("x.db", False)],
+    [
+        (":memory:", True),
+        ("", True),
+        ("file::memory:", True),
+        ("file:x.db", False),
+        ("x.db", False),
+    ],
 )
 def test_dsn_forms(dsn: str, memory: bool) -> None:
     assert store.parse_dsn(dsn).is_memory is memory

@@ -29,7 +29,9 @@ def mq(engine: mqlite.EmbeddedClient) -> mqlite.EmbeddedClient:
         QueueConfig(dead_letter_on_expire=1),  # type: ignore[arg-type]
     ],
 )
-def test_bad_queue_config_is_invalid_argument(mq: mqlite.EmbeddedClient, config: QueueConfig) -> None:
+def test_bad_queue_config_is_invalid_argument(
+    mq: mqlite.EmbeddedClient, config: QueueConfig
+) -> None:
     with pytest.raises(errors.InvalidArgument):
         mq.create_queue("other", config)
     assert [q.name for q in mq.list_queues()] == ["q"]
@@ -49,7 +51,11 @@ def test_zero_lock_and_delivery_count_take_the_defaults(mq: mqlite.EmbeddedClien
 
 def test_negative_dlq_bounds_mean_unbounded(mq: mqlite.EmbeddedClient) -> None:
     info = mq.create_queue("z", QueueConfig(dlq_max_age_ms=-7, dlq_max_count=-1, dlq_max_bytes=0))
-    assert (info.config.dlq_max_age_ms, info.config.dlq_max_count, info.config.dlq_max_bytes) == (-1, -1, 0)
+    assert (info.config.dlq_max_age_ms, info.config.dlq_max_count, info.config.dlq_max_bytes) == (
+        -1,
+        -1,
+        0,
+    )
 
 
 @pytest.mark.parametrize(
@@ -64,7 +70,9 @@ def test_negative_dlq_bounds_mean_unbounded(mq: mqlite.EmbeddedClient) -> None:
 )
 def test_bad_messages_write_nothing(mq: mqlite.EmbeddedClient, messages: object) -> None:
     with pytest.raises(errors.InvalidArgument):
-        mq.send("q", [OutMessage(body=b"ok"), *messages] if isinstance(messages, list) else messages)  # type: ignore[arg-type]
+        mq.send(
+            "q", [OutMessage(body=b"ok"), *messages] if isinstance(messages, list) else messages
+        )  # type: ignore[arg-type]
     assert mq.stats("q").total == 0
 
 
@@ -99,7 +107,9 @@ def test_empty_batch_returns_empty_list(mq: mqlite.EmbeddedClient) -> None:
         ({"attempt_id": "a" * 300}, errors.InvalidArgument),
     ],
 )
-def test_bad_receive_arguments(mq: mqlite.EmbeddedClient, kwargs: dict[str, object], error: type) -> None:
+def test_bad_receive_arguments(
+    mq: mqlite.EmbeddedClient, kwargs: dict[str, object], error: type
+) -> None:
     with pytest.raises(error):
         mq.receive("q", **kwargs)  # type: ignore[arg-type]
 

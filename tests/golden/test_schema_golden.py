@@ -21,7 +21,10 @@ def built_schema(conn: sqlite3.Connection) -> str:
         "SELECT type, name, tbl_name, sql FROM sqlite_master "
         "WHERE name NOT LIKE 'sqlite_%' ORDER BY type, name"
     ).fetchall()
-    return "\n".join(f"{t} {n} ON {tb}\n  {' '.join((s or '').split())}" for t, n, tb, s in rows) + "\n"
+    return (
+        "\n".join(f"{t} {n} ON {tb}\n  {' '.join((s or '').split())}" for t, n, tb, s in rows)
+        + "\n"
+    )
 
 
 def test_schema_sql_hash_is_pinned_to_the_version_token() -> None:
@@ -44,7 +47,8 @@ def test_schema_has_the_eight_strict_tables(tmp_path: Path) -> None:
         tables = {
             name: sql
             for name, sql in s.conn.execute(
-                "SELECT name, sql FROM sqlite_master WHERE type='table' AND name NOT LIKE 'sqlite_%'"
+                "SELECT name, sql FROM sqlite_master "
+                "WHERE type='table' AND name NOT LIKE 'sqlite_%'"
             )
         }
         assert set(tables) == {

@@ -14,6 +14,7 @@ from contextlib import contextmanager
 from mqlite import defaults, errors
 from mqlite.engine import claim, queues, send, settle, topics
 from mqlite.engine.admin import AdminOps
+from mqlite.engine.keys import KeyOps
 from mqlite.engine.tx import EngineTx
 from mqlite.engine.validate import (
     check_int,
@@ -23,6 +24,8 @@ from mqlite.engine.validate import (
     clamp,
     receive_mode,
 )
+from mqlite.filters import compile_filter
+from mqlite.filters import test_filter as run_test_filter
 from mqlite.types import (
     BatchResult,
     FilterTestResult,
@@ -34,7 +37,7 @@ from mqlite.types import (
 )
 
 
-class Engine(AdminOps):
+class Engine(AdminOps, KeyOps):
     """The broker core on one SQLite database. Thread-safe; knows nothing of HTTP."""
 
     # -- queues ---------------------------------------------------------------------------
@@ -79,8 +82,6 @@ class Engine(AdminOps):
         name = queues.validate_name(name, "subscription name")
         if expr is not None and not isinstance(expr, str):
             raise errors.InvalidArgument("filter expr must be a string")
-        from mqlite.filters import compile_filter  # TEMP-LAZY
-
         compiled = compile_filter(expr) if expr else None
         with self._write() as (conn, now):
             info = topics.subscribe(conn, now, topic, name, expr, self.catalog.find(name))
@@ -114,8 +115,6 @@ class Engine(AdminOps):
         """Compile ``expr`` and, given a sample, decide exactly as a publish would."""
         if not isinstance(expr, str):
             raise errors.InvalidArgument("expr must be a string")
-        from mqlite.filters import test_filter as run_test_filter  # TEMP-LAZY
-
         env = None
         if sample is not None:
             (msg,) = send.validate_messages([sample], self.max_message_bytes)

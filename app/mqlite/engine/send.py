@@ -11,18 +11,15 @@ from __future__ import annotations
 import sqlite3
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
-from typing import TYPE_CHECKING
 
 from mqlite import errors
 from mqlite.engine import dedup
 from mqlite.engine.rows import encode_properties
-
-if TYPE_CHECKING:  # TEMP-LAZY
-    from mqlite.filters import FilterInput
+from mqlite.filters import FilterInput
 from mqlite.types import OrderingMode, OutMessage, QueueInfo
 
 # Filter hook: route this copy? Evaluated against the message environment (fail closed).
-Accepts = Callable[["FilterInput"], bool]
+Accepts = Callable[[FilterInput], bool]
 
 INSERT_MESSAGE_SQL = """
 INSERT INTO messages (queue, state, visible_at, enqueued_at, expires_at, message_id,
@@ -186,7 +183,6 @@ def insert(
 
 def filter_input(m: OutMessage, enqueued_at_ms: int, visible_at_ms: int) -> FilterInput:
     """The message as a filter sees it at publish (built once per message, not per route)."""
-    from mqlite.filters import FilterInput  # TEMP-LAZY
     return FilterInput(
         subject=m.subject,
         group_id=m.group_id,

@@ -14,14 +14,11 @@ import logging
 import sqlite3
 from collections import Counter
 from collections.abc import Callable
-from typing import TYPE_CHECKING
 
 from mqlite import errors
 from mqlite.engine import queues
 from mqlite.engine.send import Route
-
-if TYPE_CHECKING:  # TEMP-LAZY
-    from mqlite.filters import CompiledFilter, FilterInput
+from mqlite.filters import CompiledFilter, FilterInput, FilterRuntimeError, compile_filter
 from mqlite.types import QueueConfig, QueueInfo, QueueKind, Subscription
 
 log = logging.getLogger("mqlite.filters")
@@ -84,8 +81,6 @@ def make_route(
 ) -> Route:
     if compiled is None or compiled.matches_all:
         return Route(queue)
-    from mqlite.filters import FilterRuntimeError  # TEMP-LAZY
-
     evaluate = compiled.evaluate
     name = queue.name
 
@@ -102,8 +97,6 @@ def make_route(
 def compile_stored(topic: str, name: str, stored: str | None) -> CompiledFilter | None:
     """Compile a filter read back from the database; one that no longer compiles routes
     nothing (fail closed) rather than everything."""
-    from mqlite.filters import compile_filter  # TEMP-LAZY
-
     expr = expr_of(stored)
     if not expr:
         return None

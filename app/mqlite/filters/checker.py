@@ -16,6 +16,7 @@ from mqlite.filters import natures as t
 from mqlite.filters import nodes as n
 from mqlite.filters.lexer import line_col
 from mqlite.filters.natures import T
+from mqlite.filters.optypes import binary_type, predicate_result
 from mqlite.filters.postfix import PLAIN_BUILTINS, PREDICATES
 from mqlite.filters.signatures import check_builtin
 from mqlite.filters.values import RegexError, compile_regex
@@ -23,7 +24,6 @@ from mqlite.filters.values import RegexError, compile_regex
 _BOOL_PREDICATES = frozenset(
     ["all", "any", "none", "one", "filter", "find", "findIndex", "findLast", "findLastIndex"]
 )
-_ARITH = frozenset(["+", "-", "*", "/", "%", "**", "^"])
 
 
 class Checker:
@@ -71,11 +71,11 @@ class Checker:
         if node.name == "$env":
             self.refs.add("$env")
             return t.ENV
-        typ = t.ENVIRONMENT.get(node.name)
-        if typ is None:
+        env_type = t.ENVIRONMENT.get(node.name)
+        if env_type is None:
             raise self.fail(node, f"unknown name {node.name}")
         self.refs.add(node.name)
-        return typ
+        return env_type
 
     def pointer(self, node: n.Pointer) -> T:
         if not self.preds:
@@ -101,15 +101,20 @@ class Checker:
 
     def binary(self, node: n.Binary) -> T:
         left, right = self.check(node.left), self.check(node.right)
-        result = _binary_type(node.op, left, right)
+        result = binary_type(node.op, left, right)
         if result is None:
             raise self.fail(
                 node, f"invalid operation: {node.op} (mismatched types {left} and {right})"
             )
         op = node.op
-        if op == "%" and isinstance(node.right, n.Const) and node.right.value == 0:
-            if type(node.right.value) is int:
-                raise self.fail(node, "integer divide by zero")
+        right_const = node.right.value if isinstance(node.right, n.Const) else None
+        if (
+            op == "%"
+            and isinstance(node.left, n.Const)
+            and type(right_const) is int
+            and right_const == 0
+        ):
+            raise self.fail(node, "integer divide by zero")
         if op == "matches" and isinstance(node.right, n.Const) and type(node.right.value) is str:
             try:
                 node.regex = compile_regex(node.right.value)
@@ -135,8 +140,9 @@ class Checker:
             return obj.elem or t.UNKNOWN
         if kind == "array":
             if not t.maybe(key, "int"):
-                raise self.fail(node, f"array elements can only be selected using an integer "
-                                      f"(got {key})")
+                raise self.fail(
+                    node, f"array elements can only be selected using an integer (got {key})"
+                )
             return obj.elem or t.UNKNOWN
         if kind in t.METHODS and node.has_const and node.const_key in t.METHODS[kind]:
             raise self.fail(node, f"method {node.const_key} of {obj} must be called")
@@ -184,14 +190,17 @@ class Checker:
             raise self.fail(node, f"{many} arguments to call {name}")
         for arg, param, arg_node in zip(args, params, node.args, strict=True):
             if not t.assignable(arg, param):
-                raise self.fail(arg_node, f"cannot use {arg} as argument (type {param}) to call "
-                                          f"{name}")
+                raise self.fail(
+                    arg_node, f"cannot use {arg} as argument (type {param}) to call {name}"
+                )
         return result
 
     def builtin(self, node: n.Builtin) -> T:
         if node.name in PREDICATES:
             return self.predicate_builtin(node)
         assert node.name in PLAIN_BUILTINS
+        if node.name == "now":  # now() is the publish time, read from enqueued_at
+            self.refs.add("enqueued_at")
         result = check_builtin(node.name, [self.check(a) for a in node.args])
         if isinstance(result, str):
             raise self.fail(node, result)
@@ -217,7 +226,7 @@ class Checker:
                 raise self.fail(pred, f"predicate should return boolean (got {body})")
         if name == "sortBy" and len(args) > 2 and not t.maybe(self.check(args[2]), "string"):
             raise self.fail(args[2], "sortBy order must be a string")
-        return _predicate_result(name, coll, elem, body, len(args) > 1)
+        return predicate_result(name, coll, elem, body, len(args) > 1)
 
     def conditional(self, node: n.Conditional) -> T:
         cond = self.check(node.cond)
@@ -246,86 +255,6 @@ class Checker:
             self.check(pair.key)
             self.check(pair.value)
         return t.map_of(t.STRING, t.UNKNOWN)
-
-
-def _predicate_result(name: str, coll: T, elem: T, body: T, has_pred: bool) -> T:
-    if name in ("all", "any", "none", "one"):
-        return t.BOOL
-    if name in ("findIndex", "findLastIndex", "count"):
-        return t.INT
-    if name in ("find", "findLast"):
-        return elem
-    if name in ("filter", "sortBy"):
-        return coll if coll.kind == "array" else t.array_of(t.UNKNOWN)
-    if name == "map":
-        return t.array_of(body)
-    if name == "sum":
-        summed = body if has_pred else elem
-        return summed if t.is_number(summed) else t.UNKNOWN
-    if name == "groupBy":
-        return t.map_of(t.UNKNOWN, t.array_of(elem))
-    return t.UNKNOWN  # reduce
-
-
-def _binary_type(op: str, left: T, right: T) -> T | None:
-    """Result type of ``left op right`` or None when expr's checker rejects it."""
-    lk, rk = left.kind, right.kind
-    unknown = lk == "unknown" or rk == "unknown"
-    if op in ("&&", "||", "and", "or"):
-        return t.BOOL if t.maybe(left, "bool") and t.maybe(right, "bool") else None
-    if op in ("==", "!="):
-        return t.BOOL if t.comparable(left, right) else None
-    if op in ("<", ">", "<=", ">="):
-        return t.BOOL if t.orderable(left, right) else None
-    if op == "??":
-        return left if t.assignable(right, left) and lk != "nil" else t.UNKNOWN
-    if op == "in":
-        if rk == "map":
-            return t.BOOL if t.assignable(left, right.key or t.UNKNOWN) else None
-        if rk == "array":
-            return t.BOOL if t.comparable(left, right.elem or t.UNKNOWN) else None
-        return t.BOOL if rk in ("unknown", "nil") else None
-    if op in ("contains", "startsWith", "endsWith", "matches"):
-        return t.BOOL if t.maybe(left, "string") and t.maybe(right, "string") else None
-    if op == "..":
-        return t.array_of(t.INT) if t.maybe(left, "int") and t.maybe(right, "int") else None
-    if op in _ARITH:
-        return _arith_type(op, left, right, unknown)
-    return None
-
-
-def _arith_type(op: str, left: T, right: T, unknown: bool) -> T | None:
-    lk, rk = left.kind, right.kind
-    if t.is_number(left) and t.is_number(right):
-        if op in ("/", "**", "^"):
-            return t.FLOAT
-        if op == "%":
-            return t.INT if lk == rk == "int" else None
-        return t.INT if lk == rk == "int" else t.FLOAT
-    pair = (lk, rk)
-    if op == "+" and pair in (("string", "string"),):
-        return t.STRING
-    if op == "+" and pair in (("time", "duration"), ("duration", "time")):
-        return t.TIME
-    if op in ("+", "-") and pair == ("duration", "duration"):
-        return t.DURATION
-    if op == "-" and pair == ("time", "time"):
-        return t.DURATION
-    if op == "-" and pair == ("time", "duration"):
-        return t.TIME
-    if op == "*" and "duration" in pair and all(k in ("duration", "int", "float") for k in pair):
-        return t.DURATION
-    if unknown:
-        other = right if lk == "unknown" else left
-        allowed = {
-            "+": ("int", "float", "string", "time", "duration", "unknown"),
-            "-": ("int", "float", "time", "duration", "unknown"),
-            "*": ("int", "float", "duration", "unknown"),
-            "%": ("int", "unknown"),
-        }.get(op, ("int", "float", "unknown"))
-        if other.kind in allowed:
-            return t.FLOAT if op in ("/", "**", "^") else t.UNKNOWN
-    return None
 
 
 def check(tree: n.Node, source: str) -> tuple[T, set[str]]:

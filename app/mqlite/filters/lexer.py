@@ -216,3 +216,20 @@ def _raw(source: str, i: int, out: list[Token]) -> int:
             return i + 1
         buf.append(source[i])
         i += 1
+
+
+def number_value(source: str, tok: Token) -> int | float:
+    text = tok.value.replace("_", "")
+    low = text.lower()
+    try:
+        if low.startswith(("0x", "0o", "0b")):
+            value = int(text[2:], {"x": 16, "o": 8, "b": 2}[low[1]])
+        elif "." in low or "e" in low:
+            return float(text)
+        else:
+            value = int(text, 10)
+    except ValueError:
+        raise syntax_error(source, tok.pos, f"invalid number literal {tok.value!r}") from None
+    if value >= 2**63:
+        raise syntax_error(source, tok.pos, f"integer literal {tok.value} overflows int64")
+    return value

@@ -57,7 +57,7 @@ class Unary(Node):
 
 
 class Binary(Node):
-    __slots__ = ("op", "left", "right", "regex")
+    __slots__ = ("left", "op", "regex", "right")
 
     def __init__(self, pos: int, op: str, left: Node, right: Node) -> None:
         super().__init__(pos)
@@ -70,7 +70,7 @@ class Binary(Node):
 class Member(Node):
     """``obj.name``, ``obj[key]`` and their ``?.`` forms."""
 
-    __slots__ = ("obj", "prop", "optional", "const_key", "has_const")
+    __slots__ = ("const_key", "has_const", "obj", "optional", "prop")
 
     def __init__(self, pos: int, obj: Node, prop: Node, optional: bool) -> None:
         super().__init__(pos)
@@ -92,7 +92,7 @@ class Chain(Node):
 
 
 class Slice(Node):
-    __slots__ = ("obj", "lo", "hi")
+    __slots__ = ("hi", "lo", "obj")
 
     def __init__(self, pos: int, obj: Node, lo: Node | None, hi: Node | None) -> None:
         super().__init__(pos)
@@ -104,7 +104,7 @@ class Slice(Node):
 class Call(Node):
     """A call of an environment function (``hours(2)``, ``duration("1d")``)."""
 
-    __slots__ = ("name", "args")
+    __slots__ = ("args", "name")
 
     def __init__(self, pos: int, name: str, args: list[Node]) -> None:
         super().__init__(pos)
@@ -115,7 +115,7 @@ class Call(Node):
 class Builtin(Node):
     """A call of an expr builtin (``len``, ``upper``, ``all``...)."""
 
-    __slots__ = ("name", "args")
+    __slots__ = ("args", "name")
 
     def __init__(self, pos: int, name: str, args: list[Node]) -> None:
         super().__init__(pos)
@@ -135,7 +135,7 @@ class Predicate(Node):
 class MethodCall(Node):
     """``time.Hour()``, ``d.Hours()``: only whitelisted methods, resolved by name."""
 
-    __slots__ = ("member", "args")
+    __slots__ = ("args", "member")
 
     def __init__(self, pos: int, member: Member, args: list[Node]) -> None:
         super().__init__(pos)
@@ -144,7 +144,7 @@ class MethodCall(Node):
 
 
 class Conditional(Node):
-    __slots__ = ("cond", "then", "other")
+    __slots__ = ("cond", "other", "then")
 
     def __init__(self, pos: int, cond: Node, then: Node, other: Node) -> None:
         super().__init__(pos)
@@ -154,7 +154,7 @@ class Conditional(Node):
 
 
 class Let(Node):
-    __slots__ = ("name", "value", "body")
+    __slots__ = ("body", "name", "value")
 
     def __init__(self, pos: int, name: str, value: Node, body: Node) -> None:
         super().__init__(pos)

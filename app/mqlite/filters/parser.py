@@ -14,8 +14,8 @@ from typing import TypeVar
 from mqlite.defaults import FILTER_MAX_AST_NODES
 from mqlite.errors import InvalidArgument
 from mqlite.filters import nodes as n
-from mqlite.filters.lexer import Token, line_col, syntax_error, tokenize
-from mqlite.filters.postfix import parse_call, parse_postfix
+from mqlite.filters.lexer import Token, line_col, number_value, syntax_error, tokenize
+from mqlite.filters.postfix import parse_call, parse_map, parse_postfix
 
 _N = TypeVar("_N", bound=n.Node)
 
@@ -229,7 +229,7 @@ class Parser:
             return self.node(n.Ident(tok.pos, tok.value))
         if tok.kind == "number":
             self.next()
-            return self.node(n.Const(tok.pos, self.number(tok)))
+            return self.node(n.Const(tok.pos, number_value(self.source, tok)))
         if tok.kind == "string":
             self.next()
             return self.node(n.Const(tok.pos, tok.value))
@@ -238,24 +238,8 @@ class Parser:
             items = self.items("]")
             return self.node(n.ArrayLit(tok.pos, items))
         if tok.is_("bracket", "{"):
-            return self.map_literal()
+            return parse_map(self)
         raise self.error(f"unexpected token {tok.describe()}")
-
-    def number(self, tok: Token) -> int | float:
-        text = tok.value.replace("_", "")
-        low = text.lower()
-        try:
-            if low.startswith(("0x", "0o", "0b")):
-                value = int(text[2:], {"x": 16, "o": 8, "b": 2}[low[1]])
-            elif "." in low or "e" in low:
-                return float(text)
-            else:
-                value = int(text, 10)
-        except ValueError:
-            raise self.error(f"invalid number literal {tok.value!r}", tok) from None
-        if value >= 2**63:
-            raise self.error(f"integer literal {tok.value} overflows int64", tok)
-        return value
 
     def items(self, closer: str) -> list[n.Node]:
         out: list[n.Node] = []
@@ -267,33 +251,6 @@ class Parser:
             out.append(self.expression(0))
         self.next()
         return out
-
-    def map_literal(self) -> n.Node:
-        start = self.cur
-        self.next()
-        pairs: list[n.Pair] = []
-        while not self.cur.is_("bracket", "}"):
-            if pairs:
-                self.expect("op", ",")
-                if self.cur.is_("bracket", "}"):
-                    break
-            key_tok = self.cur
-            if key_tok.kind in ("ident", "string", "number") or (
-                key_tok.kind == "op" and key_tok.value.isalpha()
-            ):
-                self.next()
-                key: n.Node = self.node(n.Const(key_tok.pos, key_tok.value))
-            elif key_tok.is_("bracket", "("):
-                key = self.expression(0)
-            else:
-                raise self.error(f"a map key must be a quoted string, a number, a identifier, "
-                                 f"or an expression enclosed in parentheses (unexpected token "
-                                 f"{key_tok.describe()})")
-            self.expect("op", ":")
-            value = self.expression(0)
-            pairs.append(self.node(n.Pair(key_tok.pos, key, value)))
-        self.next()
-        return self.node(n.MapLit(start.pos, pairs))
 
     def call(self, tok: Token, args: list[n.Node]) -> n.Node:
         return parse_call(self, tok, args)

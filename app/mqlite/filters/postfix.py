@@ -29,11 +29,63 @@ PREDICATES: dict[str, tuple[str, ...]] = {
     "reduce": ("e", "p", "e?"),
 }
 PLAIN_BUILTINS = frozenset(
-    """len type abs ceil floor round int float string trim trimPrefix trimSuffix upper lower
-    split splitAfter replace repeat join indexOf lastIndexOf hasPrefix hasSuffix max min mean
-    median toJSON fromJSON toBase64 fromBase64 now date timezone first last get take keys
-    values toPairs fromPairs reverse uniq flatten sort concat bitand bitor bitxor bitnand
-    bitshl bitshr bitushr bitnot""".split()
+    [
+        "len",
+        "type",
+        "abs",
+        "ceil",
+        "floor",
+        "round",
+        "int",
+        "float",
+        "string",
+        "trim",
+        "trimPrefix",
+        "trimSuffix",
+        "upper",
+        "lower",
+        "split",
+        "splitAfter",
+        "replace",
+        "repeat",
+        "join",
+        "indexOf",
+        "lastIndexOf",
+        "hasPrefix",
+        "hasSuffix",
+        "max",
+        "min",
+        "mean",
+        "median",
+        "toJSON",
+        "fromJSON",
+        "toBase64",
+        "fromBase64",
+        "now",
+        "date",
+        "timezone",
+        "first",
+        "last",
+        "get",
+        "take",
+        "keys",
+        "values",
+        "toPairs",
+        "fromPairs",
+        "reverse",
+        "uniq",
+        "flatten",
+        "sort",
+        "concat",
+        "bitand",
+        "bitor",
+        "bitxor",
+        "bitnand",
+        "bitshl",
+        "bitshr",
+        "bitushr",
+        "bitnot",
+    ]
 )
 
 
@@ -136,3 +188,33 @@ def _index(p: Parser, node: n.Node, tok: Token, optional: bool) -> n.Node:
         hi = p.expression(0)
     p.expect("bracket", "]")
     return p.node(n.Slice(tok.pos, node, lo, hi))
+
+
+def parse_map(p: Parser) -> n.Node:
+    start = p.cur
+    p.next()
+    pairs: list[n.Pair] = []
+    while not p.cur.is_("bracket", "}"):
+        if pairs:
+            p.expect("op", ",")
+            if p.cur.is_("bracket", "}"):
+                break
+        key_tok = p.cur
+        if key_tok.kind in ("ident", "string", "number") or (
+            key_tok.kind == "op" and key_tok.value.isalpha()
+        ):
+            p.next()
+            key: n.Node = p.node(n.Const(key_tok.pos, key_tok.value))
+        elif key_tok.is_("bracket", "("):
+            key = p.expression(0)
+        else:
+            raise p.error(
+                f"a map key must be a quoted string, a number, a identifier, "
+                f"or an expression enclosed in parentheses (unexpected token "
+                f"{key_tok.describe()})"
+            )
+        p.expect("op", ":")
+        value = p.expression(0)
+        pairs.append(p.node(n.Pair(key_tok.pos, key, value)))
+    p.next()
+    return p.node(n.MapLit(start.pos, pairs))
