@@ -15,8 +15,13 @@ from typing import Any
 from mqlite import errors
 from mqlite.engine import dlq, maintenance, peek
 from mqlite.engine.core import EngineCore
+from mqlite.engine.store import SCHEMA_VERSION
 from mqlite.engine.validate import check_int
 from mqlite.types import Message, Stats
+
+STATUS_COUNTS_SQL = """
+SELECT (SELECT count(*) FROM queues WHERE kind = 'queue'), (SELECT count(*) FROM subscriptions)
+"""
 
 
 @dataclass(frozen=True, slots=True)
@@ -116,6 +121,28 @@ class AdminOps(EngineCore):
         check_int("older_than_ms", older_than_ms, minimum=0)
         with self._write() as (conn, now):
             return dlq.purge(conn, now, q.name, max=max, older_than_ms=older_than_ms)
+
+    def status(self) -> dict[str, object]:
+        """A desensitized runtime snapshot: never a DSN query string or a token."""
+        started = self.clock.monotonic_ms()
+        try:
+            with self.store.transaction() as conn:
+                conn.execute("SELECT 1").fetchone()
+                counts = conn.execute(STATUS_COUNTS_SQL).fetchone()
+            ping_ms = round(self.clock.monotonic_ms() - started, 3)
+        except sqlite3.Error:
+            counts, ping_ms = (0, 0), -1
+        location = self.store.location
+        return {
+            "backend": location.backend,
+            "remote": False,
+            "location": location.path or ":memory:",
+            "schema_version": SCHEMA_VERSION,
+            "ping_ms": ping_ms,
+            "db_size_bytes": self.store.db_size_bytes(),
+            "queues": int(counts[0]),
+            "subscriptions": int(counts[1]),
+        }
 
     # -- maintenance ----------------------------------------------------------------------
 

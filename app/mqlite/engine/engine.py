@@ -202,14 +202,8 @@ class Engine(AdminOps, KeyOps):
         attempt_id: str | None = None,
     ) -> list[Message]:
         """Claim up to ``max_messages``, long-polling up to ``wait_ms`` for the first one."""
-        check_int("max_messages", max_messages)
-        check_int("wait_ms", wait_ms)
-        delete = receive_mode(mode)
-        if attempt_id is not None:
-            check_token("attempt_id", attempt_id)
-        q = self._queue(queue)
-        n = clamp(max_messages, 1, defaults.MAX_RECEIVE_MESSAGES)
-        wait = clamp(wait_ms, 0, defaults.MAX_WAIT_MS)
+        name, n, wait, delete = self.receive_args(queue, max_messages, wait_ms, mode, attempt_id)
+        q = self.catalog.queue(name)
         got = self.try_receive(q.name, n, delete=delete, attempt_id=attempt_id)
         if got or wait == 0:
             return got
@@ -231,6 +225,24 @@ class Engine(AdminOps, KeyOps):
                 waiter.cancel()
             if self.closed:
                 raise errors.Closed()
+
+    def receive_args(
+        self,
+        queue: str,
+        max_messages: int,
+        wait_ms: int,
+        mode: str,
+        attempt_id: str | None,
+    ) -> tuple[str, int, int, bool]:
+        """Validate and clamp a receive: (queue, max 1..256, wait 0..20000 ms, delete?)."""
+        check_int("max_messages", max_messages)
+        check_int("wait_ms", wait_ms)
+        delete = receive_mode(mode)
+        if attempt_id is not None:
+            check_token("attempt_id", attempt_id)
+        q = self._queue(queue)
+        n = clamp(max_messages, 1, defaults.MAX_RECEIVE_MESSAGES)
+        return q.name, n, clamp(wait_ms, 0, defaults.MAX_WAIT_MS), delete
 
     def try_receive(
         self,

@@ -273,6 +273,16 @@ class Store:
         return total
 
 
+def check_lock_free(dsn: str) -> None:
+    """Raise ``DBLocked`` if another process holds the database (a pre-flight for serve)."""
+    location = parse_dsn(dsn)
+    if location.path is None:
+        return
+    fd = _take_file_lock(location.path + ".lock")
+    fcntl.flock(fd, fcntl.LOCK_UN)
+    os.close(fd)
+
+
 def _take_file_lock(lock_path: str) -> int:
     """Non-blocking exclusive flock on the sidecar; never deleted (the OS drops it on crash)."""
     directory = os.path.dirname(lock_path)
