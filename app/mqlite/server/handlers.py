@@ -1,0 +1,306 @@
+"""One function per RPC: decoded request → engine call on the writer thread → response value.
+
+Handlers hold no SQL and no encoding: the engine validates and decides, ``mqlite.wire``
+encodes. Each records what the access log may show (queue, item count), never a body.
+"""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import Awaitable, Callable
+from dataclasses import dataclass
+from typing import Any
+
+from starlette.requests import Request
+
+from mqlite import __version__, errors
+from mqlite import wire as w
+from mqlite.config import Settings
+from mqlite.server.runtime import Runtime
+from mqlite.types import ReceiveMode
+
+REDRIVE_PAUSE_S = 1.0
+
+
+@dataclass(slots=True)
+class Context:
+    runtime: Runtime
+    log: dict[str, Any]
+    request: Request
+    started_ms: int
+    settings: Settings
+
+    @property
+    def engine(self) -> Any:
+        return self.runtime.engine
+
+    async def call(self, fn: Callable[..., Any], *args: Any, **kwargs: Any) -> Any:
+        return await self.runtime.call(fn, *args, **kwargs)
+
+
+Handler = Callable[[Context, Any], Awaitable[Any]]
+HANDLERS: dict[str, Handler] = {}
+
+
+def rpc(*names: str) -> Callable[[Handler], Handler]:
+    def register(fn: Handler) -> Handler:
+        for name in names:
+            HANDLERS[name] = fn
+        return fn
+
+    return register
+
+
+# -- QueueService -------------------------------------------------------------------------
+
+
+@rpc("QueueService/Send", "QueueService/Schedule")
+async def send(ctx: Context, req: w.SendRequest) -> Any:
+    ctx.log.update(queue=req.queue, n=len(req.messages))
+    if req.scheduled_enqueue_time_ms < 0:
+        raise errors.InvalidArgument("scheduled_enqueue_time_ms must not be negative")
+    if req.ttl_ms < 0:
+        raise errors.InvalidArgument("ttl_ms must not be negative")
+    ttl = req.ttl_ms or None
+    if req.scheduled_enqueue_time_ms > 0:
+        seqs = await ctx.call(
+            ctx.engine.schedule, req.queue, req.messages, req.scheduled_enqueue_time_ms, ttl
+        )
+    else:
+        seqs = await ctx.call(ctx.engine.send, req.queue, req.messages, ttl)
+    return w.SendResponse(tuple(seqs))
+
+
+@rpc("QueueService/Receive")
+async def receive(ctx: Context, req: w.ReceiveRequest) -> Any:
+    ctx.log["queue"] = req.queue
+    if req.receive_mode not in (0, 1):
+        raise errors.InvalidArgument("receive_mode must be 0 (peek-lock) or 1 (receive-and-delete)")
+    mode = ReceiveMode.RECEIVE_AND_DELETE if req.receive_mode else ReceiveMode.PEEK_LOCK
+    attempt = req.receive_attempt_id or None
+    name, n, wait, delete = await ctx.call(
+        ctx.engine.receive_args, req.queue, req.max_messages, req.wait_time_ms, mode, attempt
+    )
+    disconnected = asyncio.Event()
+    watcher = asyncio.ensure_future(_watch_disconnect(ctx.request, disconnected)) if wait else None
+    try:
+        msgs = await ctx.runtime.receive(
+            name, n, wait, delete=delete, attempt_id=attempt, disconnected=disconnected
+        )
+    finally:
+        if watcher is not None:
+            watcher.cancel()
+    ctx.log["n"] = len(msgs)
+    if not msgs:
+        ctx.log["empty_receive"] = True
+    return w.MessagesResponse(tuple(msgs))
+
+
+async def _watch_disconnect(request: Request, disconnected: asyncio.Event) -> None:
+    """After the body is read, the next ASGI message is the client going away."""
+    while True:
+        message = await request.receive()
+        if message["type"] == "http.disconnect":
+            disconnected.set()
+            return
+
+
+@rpc("QueueService/Complete")
+async def complete(ctx: Context, req: w.SettleRequest) -> Any:
+    ctx.log.update(queue=req.queue, seq=req.seq_number)
+    await ctx.call(ctx.engine.complete, req.queue, req.seq_number, req.lock_token)
+    return w.OkResponse()
+
+
+@rpc("QueueService/Abandon")
+async def abandon(ctx: Context, req: w.SettleRequest) -> Any:
+    ctx.log.update(queue=req.queue, seq=req.seq_number)
+    await ctx.call(ctx.engine.abandon, req.queue, req.seq_number, req.lock_token, req.delay_ms)
+    return w.OkResponse()
+
+
+@rpc("QueueService/Reject")
+async def reject(ctx: Context, req: w.SettleRequest) -> Any:
+    ctx.log.update(queue=req.queue, seq=req.seq_number)
+    await ctx.call(
+        ctx.engine.reject,
+        req.queue,
+        req.seq_number,
+        req.lock_token,
+        req.dead_letter_reason,
+        req.dead_letter_description,
+    )
+    return w.OkResponse()
+
+
+@rpc("QueueService/Defer")
+async def defer(ctx: Context, req: w.SettleRequest) -> Any:
+    ctx.log.update(queue=req.queue, seq=req.seq_number)
+    await ctx.call(ctx.engine.defer, req.queue, req.seq_number, req.lock_token)
+    return w.OkResponse()
+
+
+@rpc("QueueService/Renew")
+async def renew(ctx: Context, req: w.SettleRequest) -> Any:
+    ctx.log.update(queue=req.queue, seq=req.seq_number)
+    await ctx.call(ctx.engine.renew, req.queue, req.seq_number, req.lock_token)
+    return w.OkResponse()
+
+
+@rpc("QueueService/CompleteBatch")
+async def complete_batch(ctx: Context, req: w.BatchSettleRequest) -> Any:
+    ctx.log.update(queue=req.queue, n=len(req.messages))
+    pairs = [(m.seq_number, m.lock_token) for m in req.messages]
+    return w.BatchResponse(tuple(await ctx.call(ctx.engine.complete_batch, req.queue, pairs)))
+
+
+@rpc("QueueService/RenewBatch")
+async def renew_batch(ctx: Context, req: w.BatchSettleRequest) -> Any:
+    ctx.log.update(queue=req.queue, n=len(req.messages))
+    pairs = [(m.seq_number, m.lock_token) for m in req.messages]
+    return w.BatchResponse(tuple(await ctx.call(ctx.engine.renew_batch, req.queue, pairs)))
+
+
+@rpc("QueueService/ReceiveDeferred")
+async def receive_deferred(ctx: Context, req: w.ReceiveDeferredRequest) -> Any:
+    ctx.log.update(queue=req.queue, n=len(req.seq_numbers))
+    msgs = await ctx.call(ctx.engine.receive_deferred, req.queue, list(req.seq_numbers))
+    return w.MessagesResponse(tuple(msgs))
+
+
+@rpc("QueueService/Cancel")
+async def cancel(ctx: Context, req: w.CancelRequest) -> Any:
+    ctx.log.update(queue=req.queue, seq=req.seq_number)
+    await ctx.call(ctx.engine.cancel, req.queue, req.seq_number)
+    return w.OkResponse()
+
+
+@rpc("QueueService/Peek")
+async def peek(ctx: Context, req: w.PeekRequest) -> Any:
+    ctx.log["queue"] = req.queue
+    msgs = await ctx.call(ctx.engine.peek, req.queue, req.state or None, req.from_seq, req.max)
+    ctx.log["n"] = len(msgs)
+    return w.MessagesResponse(tuple(msgs))
+
+
+@rpc("QueueService/Stats")
+async def stats(ctx: Context, req: w.StatsRequest) -> Any:
+    ctx.log["queue"] = req.queue
+    return await ctx.call(ctx.engine.stats, req.queue)
+
+
+# -- AdminService -------------------------------------------------------------------------
+
+
+@rpc("AdminService/CreateQueue")
+async def create_queue(ctx: Context, req: w.CreateQueueRequest) -> Any:
+    ctx.log["queue"] = req.name
+    await ctx.call(ctx.engine.create_queue, req.name, req.config)
+    return w.EmptyResponse()
+
+
+@rpc("AdminService/DeleteQueue")
+async def delete_queue(ctx: Context, req: w.DeleteQueueRequest) -> Any:
+    ctx.log["queue"] = req.name
+    await ctx.call(ctx.engine.delete_queue, req.name, req.generation)
+    return w.DeleteQueueResponse()
+
+
+@rpc("AdminService/Subscribe")
+async def subscribe(ctx: Context, req: w.SubscribeRequest) -> Any:
+    ctx.log.update(topic=req.topic, sub=req.name)
+    await ctx.call(ctx.engine.subscribe, req.topic, req.name, req.expr)
+    return w.EmptyResponse()
+
+
+@rpc("AdminService/Unsubscribe")
+async def unsubscribe(ctx: Context, req: w.UnsubscribeRequest) -> Any:
+    ctx.log.update(topic=req.topic, sub=req.name)
+    await ctx.call(ctx.engine.unsubscribe, req.topic, req.name)
+    return w.EmptyResponse()
+
+
+@rpc("AdminService/ListQueues")
+async def list_queues(ctx: Context, _: w.EmptyRequest) -> Any:
+    return w.ListQueuesResponse(tuple(await ctx.call(ctx.engine.list_queues)))
+
+
+@rpc("AdminService/ListSubscriptions")
+async def list_subscriptions(ctx: Context, _: w.EmptyRequest) -> Any:
+    return w.ListSubscriptionsResponse(tuple(await ctx.call(ctx.engine.list_subscriptions)))
+
+
+@rpc("AdminService/TestFilter")
+async def test_filter(ctx: Context, req: w.TestFilterRequest) -> Any:
+    return await ctx.call(
+        ctx.engine.test_filter,
+        req.expr,
+        req.message,
+        req.enqueued_at_ms or None,
+        req.visible_at_ms or None,
+    )
+
+
+@rpc("AdminService/Redrive")
+async def redrive(ctx: Context, req: w.RedriveRequest) -> Any:
+    """With ``rate_per_sec`` the chunks are paced here, on the event loop: a paced redrive
+    never holds the single writer while it waits."""
+    ctx.log["queue"] = req.queue
+    target = req.target or None
+    if req.rate_per_sec <= 0:
+        moved = await ctx.call(ctx.engine.redrive, req.queue, target, req.max, req.older_than_ms, 0)
+        return w.RedriveResponse(moved)
+    for name, value in (("max", req.max), ("older_than_ms", req.older_than_ms)):
+        if value < 0:
+            raise errors.InvalidArgument(f"{name} must not be negative")
+    moved = 0
+    while True:
+        chunk = req.rate_per_sec if req.max <= 0 else min(req.rate_per_sec, req.max - moved)
+        n = await ctx.call(ctx.engine.redrive, req.queue, target, chunk, req.older_than_ms, 0)
+        moved += n
+        if n < chunk or (req.max > 0 and moved >= req.max) or ctx.runtime.draining:
+            return w.RedriveResponse(moved)
+        await asyncio.sleep(REDRIVE_PAUSE_S)
+
+
+@rpc("AdminService/Purge")
+async def purge(ctx: Context, req: w.PurgeRequest) -> Any:
+    ctx.log["queue"] = req.queue
+    purged = await ctx.call(ctx.engine.purge, req.queue, req.max, req.older_than_ms)
+    return w.PurgeResponse(purged)
+
+
+@rpc("AdminService/Status")
+async def status(ctx: Context, _: w.EmptyRequest) -> Any:
+    snapshot = await ctx.call(ctx.engine.status)
+    return w.StatusResponse(
+        version=__version__,
+        uptime_ms=max(ctx.engine.now_ms() - ctx.started_ms, 0),
+        auth=ctx.settings.auth,
+        **snapshot,
+    )
+
+
+# -- AuthService --------------------------------------------------------------------------
+
+
+@rpc("AuthService/CreateKey")
+async def create_key(ctx: Context, req: w.CreateKeyRequest) -> Any:
+    key, token = await ctx.call(
+        ctx.engine.create_key, req.id, req.name, list(req.permissions), req.expires_at_ms
+    )
+    return w.CreateKeyResponse(key, token)
+
+
+@rpc("AuthService/ListKeys")
+async def list_keys(ctx: Context, req: w.ListKeysRequest) -> Any:
+    keys, next_after = await ctx.call(
+        ctx.engine.list_keys, req.after_id, req.limit, req.sort or "id_asc"
+    )
+    return w.ListKeysResponse(tuple(keys), next_after)
+
+
+@rpc("AuthService/RevokeKey")
+async def revoke_key(ctx: Context, req: w.RevokeKeyRequest) -> Any:
+    await ctx.call(ctx.engine.revoke_key, req.id)
+    return w.OkResponse()

@@ -1,0 +1,96 @@
+"""The bridge between the event loop and the engine's single writer.
+
+Every engine call runs on ONE dedicated thread (the writer), so the event loop never blocks
+on SQLite and statements never interleave. A long poll parks on the engine's notifier as
+an asyncio future: no thread is held while it waits.
+"""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import Callable
+from concurrent.futures import ThreadPoolExecutor
+from typing import TypeVar
+
+from mqlite.engine import Engine
+from mqlite.types import Message
+
+T = TypeVar("T")
+
+
+class Runtime:
+    """The engine plus its writer thread and the draining flag of a graceful shutdown."""
+
+    def __init__(self, engine: Engine) -> None:
+        self.engine = engine
+        self._writer = ThreadPoolExecutor(max_workers=1, thread_name_prefix="mqlite-writer")
+        self.draining = False
+
+    async def call(self, fn: Callable[..., T], *args: object, **kwargs: object) -> T:
+        loop = asyncio.get_running_loop()
+        return await loop.run_in_executor(self._writer, lambda: fn(*args, **kwargs))
+
+    def begin_drain(self) -> None:
+        """Stop handing out claims and wake every parked long poll (they return empty)."""
+        self.draining = True
+        self.engine.notifier.close()
+
+    async def receive(
+        self,
+        queue: str,
+        max_messages: int,
+        wait_ms: int,
+        *,
+        delete: bool,
+        attempt_id: str | None,
+        disconnected: asyncio.Event,
+    ) -> list[Message]:
+        """Claim now; else park on the queue's notifier until woken, the deadline, a
+        disconnect or a drain. A client that went away claims nothing."""
+        engine = self.engine
+        claim = engine.try_receive
+        if self.draining:
+            return []
+        got = await self.call(claim, queue, max_messages, delete=delete, attempt_id=attempt_id)
+        if got or wait_ms <= 0:
+            return got
+        loop = asyncio.get_running_loop()
+        deadline = loop.time() + wait_ms / 1000.0
+        while True:
+            woken = loop.create_future()
+
+            def wake(fut: asyncio.Future[None] = woken) -> None:
+                loop.call_soon_threadsafe(_resolve, fut)
+
+            waiter = engine.notifier.register(queue, wake)
+            try:
+                if self.draining or disconnected.is_set():
+                    return []
+                # Claim again after registering: a commit in between is no lost wake-up.
+                got = await self.call(
+                    claim, queue, max_messages, delete=delete, attempt_id=attempt_id
+                )
+                if got:
+                    return got
+                remaining = deadline - loop.time()
+                if remaining <= 0:
+                    return []
+                gone = asyncio.ensure_future(disconnected.wait())
+                try:
+                    await asyncio.wait(
+                        {woken, gone}, timeout=remaining, return_when="FIRST_COMPLETED"
+                    )
+                finally:
+                    gone.cancel()
+                if self.draining or disconnected.is_set():
+                    return []
+            finally:
+                waiter.cancel()
+
+    def shutdown(self) -> None:
+        self._writer.shutdown(wait=True)
+
+
+def _resolve(fut: asyncio.Future[None]) -> None:
+    if not fut.done():
+        fut.set_result(None)

@@ -1,0 +1,86 @@
+"""The error envelope: the SDK re-raises exactly the class the server's engine raised."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+
+from mqlite import errors, wire
+
+WIRE_CLASSES = sorted(errors.BY_CODE.items())
+
+
+@pytest.mark.parametrize(("code", "cls"), WIRE_CLASSES, ids=[c for c, _ in WIRE_CLASSES])
+def test_envelope_round_trip_for_every_wire_code(code: str, cls: type[errors.MQLiteError]) -> None:
+    exc = cls("something precise")
+    body = wire.error_body(exc)
+    assert body.endswith(b"\n")
+    assert json.loads(body) == {"code": code, "message": "something precise"}
+    back = wire.error_from_response(exc.http_status, body)
+    assert type(back) is cls
+    assert back.message == "something precise"
+    assert (back.code, back.http_status) == (code, cls.http_status)
+
+
+@pytest.mark.parametrize(("code", "cls"), WIRE_CLASSES, ids=[c for c, _ in WIRE_CLASSES])
+def test_default_messages_survive(code: str, cls: type[errors.MQLiteError]) -> None:
+    back = wire.error_from_response(cls.http_status, wire.error_body(cls()))
+    assert type(back) is cls and back.message == cls().message
+
+
+def test_the_code_wins_over_the_status() -> None:
+    body = wire.error_body(errors.LockLost())
+    assert type(wire.error_from_response(500, body)) is errors.LockLost
+
+
+def test_subclasses_travel_as_their_wire_class() -> None:
+    body = wire.error_body(errors.QueueNotFound())
+    assert json.loads(body)["code"] == "not_found"
+    back = wire.error_from_response(404, body)
+    assert type(back) is errors.NotFound and back.message == "queue not found."
+
+
+def test_in_process_only_errors_travel_as_internal() -> None:
+    back = wire.error_from_response(500, wire.error_body(errors.DBLocked()))
+    assert type(back) is errors.Internal
+    assert "locked by another mqlite process" in back.message
+
+
+def test_empty_message_takes_the_class_default() -> None:
+    back = wire.error_from_response(409, b'{"code":"lock_lost","message":""}')
+    assert type(back) is errors.LockLost and back.message == errors.LockLost().message
+
+
+@pytest.mark.parametrize(("status", "cls"), sorted(wire.BY_STATUS.items()))
+def test_fallback_by_status_without_an_envelope(status: int, cls: type[errors.MQLiteError]) -> None:
+    back = wire.error_from_response(status, b"<html>Bad Gateway</html>")
+    assert type(back) is cls
+    assert back.message == f"HTTP {status}: <html>Bad Gateway</html>"
+
+
+@pytest.mark.parametrize("status", [409, 418, 502, 504, 200])
+def test_unmapped_status_without_code_is_internal(status: int) -> None:
+    back = wire.error_from_response(status, b"")
+    assert type(back) is errors.Internal and back.message == f"HTTP {status}"
+
+
+def test_unknown_code_from_a_newer_broker_falls_back_by_status() -> None:
+    body = b'{"code":"quota_exceeded","message":"slow down"}'
+    back = wire.error_from_response(403, body)
+    assert type(back) is errors.PermissionDenied and back.message == "slow down"
+
+
+@pytest.mark.parametrize(
+    "body",
+    [b"[1]", b'{"code":5,"message":["x"]}', b"\xff\xfe", b"[" * 100_000, b'"just a string"'],
+)
+def test_garbage_bodies_never_raise(body: bytes) -> None:
+    back = wire.error_from_response(400, body)
+    assert type(back) is errors.InvalidArgument
+    assert back.message.startswith("HTTP 400")
+
+
+def test_long_bodies_are_clipped() -> None:
+    back = wire.error_from_response(500, b"x" * 10_000)
+    assert len(back.message) < 300

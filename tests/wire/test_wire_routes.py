@@ -1,0 +1,101 @@
+"""The route table: discovery order, paths, names, permissions and shared shapes."""
+
+from __future__ import annotations
+
+from mqlite import wire
+from mqlite.types import Permission
+
+EXPECTED = [
+    ("QueueService/Send", "send"),
+    ("QueueService/Receive", "listen"),
+    ("QueueService/Complete", "listen"),
+    ("QueueService/CompleteBatch", "listen"),
+    ("QueueService/RenewBatch", "listen"),
+    ("QueueService/Abandon", "listen"),
+    ("QueueService/Reject", "listen"),
+    ("QueueService/Defer", "listen"),
+    ("QueueService/ReceiveDeferred", "listen"),
+    ("QueueService/Renew", "listen"),
+    ("QueueService/Schedule", "send"),
+    ("QueueService/Cancel", "send"),
+    ("QueueService/Peek", "listen"),
+    ("QueueService/Stats", "listen"),
+    ("AdminService/CreateQueue", "manage"),
+    ("AdminService/DeleteQueue", "manage"),
+    ("AdminService/Subscribe", "manage"),
+    ("AdminService/Unsubscribe", "manage"),
+    ("AdminService/ListQueues", "manage"),
+    ("AdminService/ListSubscriptions", "manage"),
+    ("AdminService/TestFilter", "manage"),
+    ("AdminService/Redrive", "manage"),
+    ("AdminService/Purge", "manage"),
+    ("AdminService/Status", "manage"),
+    ("AuthService/CreateKey", "manage"),
+    ("AuthService/ListKeys", "manage"),
+    ("AuthService/RevokeKey", "manage"),
+]
+
+# The original broker's 22 routes (original-behaviour §8), in registration order.
+ORIGINAL_22 = [
+    "Send", "Receive", "Complete", "CompleteBatch", "RenewBatch", "Abandon", "Reject", "Defer",
+    "ReceiveDeferred", "Renew", "Schedule", "Cancel", "Peek", "Stats", "CreateQueue",
+    "Subscribe", "ListQueues", "ListSubscriptions", "TestFilter", "Redrive", "Purge", "Status",
+]  # fmt: skip
+
+
+def test_route_order_and_permissions() -> None:
+    assert [(r.name, r.permission.value) for r in wire.ROUTES] == EXPECTED
+
+
+def test_the_original_routes_keep_their_relative_order() -> None:
+    kept = [r.method for r in wire.ROUTES if r.method in ORIGINAL_22]
+    assert kept == ORIGINAL_22
+
+
+def test_paths_and_names() -> None:
+    for r in wire.ROUTES:
+        assert r.path == f"/mqlite.v1.{r.service}/{r.method}"
+        assert r.path == wire.PATH_PREFIX + r.name
+        assert r.permission in set(Permission)
+
+
+def test_routes_by_path_is_the_table_in_order() -> None:
+    assert list(wire.ROUTES_BY_PATH) == [r.path for r in wire.ROUTES]
+    for r in wire.ROUTES:
+        assert wire.ROUTES_BY_PATH[r.path] is r
+    assert "/mqlite.v1.QueueService/Nope" not in wire.ROUTES_BY_PATH
+    assert len(set(wire.ROUTES)) == len(wire.ROUTES) == 27
+
+
+def test_routes_by_path_is_read_only() -> None:
+    try:
+        wire.ROUTES_BY_PATH["/x"] = wire.SEND  # type: ignore[index]
+    except TypeError:
+        return
+    raise AssertionError("ROUTES_BY_PATH must be immutable")
+
+
+def test_send_and_schedule_share_one_shape_pair() -> None:
+    assert wire.SEND.request is wire.SCHEDULE.request
+    assert wire.SEND.response is wire.SCHEDULE.response
+
+
+def test_settle_verbs_share_the_settle_request() -> None:
+    verbs = (wire.COMPLETE, wire.ABANDON, wire.REJECT, wire.DEFER, wire.RENEW)
+    assert {v.request.name for v in verbs} == {"SettleRequest"}
+    assert {v.response.name for v in (*verbs, wire.CANCEL)} == {"SettleResponse"}
+
+
+def test_receive_views() -> None:
+    assert wire.RECEIVE.response is wire.RECEIVE_DEFERRED.response
+    assert wire.PEEK.response.name == "PeekResponse"
+
+
+def test_only_fieldless_requests_accept_an_empty_body() -> None:
+    optional = {r.method for r in wire.ROUTES if r.body_optional}
+    assert optional == {"ListQueues", "ListSubscriptions", "Status"}
+
+
+def test_every_route_constant_is_exported() -> None:
+    exported = {id(getattr(wire, n)) for n in wire.__all__ if n.isupper()}
+    assert {id(r) for r in wire.ROUTES} <= exported

@@ -1,0 +1,253 @@
+"""Golden response cases shared by the wire tests: (route, value, the exact JSON)."""
+
+from __future__ import annotations
+
+from wire_cases import KEY_ID, Case
+
+from mqlite import wire
+from mqlite.types import (
+    AccessKey,
+    BatchResult,
+    FilterTestResult,
+    Message,
+    QueueConfig,
+    QueueInfo,
+    Stats,
+    Subscription,
+)
+
+FULL_MESSAGE = Message(
+    seq_number=42,
+    queue="orders",
+    body=b"hi",
+    message_id="m-1",
+    group_id="g",
+    subject="s",
+    correlation_id="c",
+    reply_to="r",
+    content_type="text/plain",
+    properties={"k": "v"},
+    delivery_count=2,
+    enqueued_at_ms=1_000,
+    locked_until_ms=31_000,
+    lock_token="0123456789abcdef0123456789abcdef",
+    state="locked",
+    visible_at_ms=1_500,
+    expires_at_ms=99_000,
+    dead_letter_reason="Why",
+    dead_letter_description="because",
+)
+_META = {
+    "message_id": "m-1",
+    "correlation_id": "c",
+    "reply_to": "r",
+    "group_id": "g",
+    "content_type": "text/plain",
+    "subject": "s",
+    "properties": {"k": "v"},
+    "body": "aGk=",
+}
+RECEIVED_JSON = {
+    "seq_number": 42,
+    "enqueued_at_ms": 1_000,
+    "locked_until_ms": 31_000,
+    "delivery_count": 2,
+    "lock_token": "0123456789abcdef0123456789abcdef",
+    **_META,
+}
+PEEKED_JSON = {
+    "seq_number": 42,
+    "enqueued_at_ms": 1_000,
+    "expires_at_ms": 99_000,
+    "visible_at_ms": 1_500,
+    "locked_until_ms": 31_000,
+    "delivery_count": 2,
+    "state": "locked",
+    "dead_letter_reason": "Why",
+    "dead_letter_description": "because",
+    **_META,
+}
+QUEUE_INFO = QueueInfo(
+    "q",
+    QueueConfig(lock_duration_ms=5_000, max_delivery_count=3, default_ttl_ms=7, dedup_window_ms=9),
+    "gen-1",
+)
+KEY = AccessKey(KEY_ID, "ci", ("listen", "send"), 1_700_000_000_000)
+REVOKED_KEY = AccessKey(KEY_ID, "old", ("manage",), 1, 2, 3)
+
+RESPONSE_CASES: list[Case] = [
+    (wire.SEND, wire.SendResponse((1, 0, 3)), {"seq_numbers": [1, 0, 3]}),
+    (wire.SCHEDULE, wire.SendResponse(()), {"seq_numbers": []}),
+    (wire.RECEIVE, wire.MessagesResponse((FULL_MESSAGE,)), {"messages": [RECEIVED_JSON]}),
+    (wire.RECEIVE, wire.MessagesResponse(()), {"messages": []}),
+    (
+        wire.RECEIVE_DEFERRED,
+        wire.MessagesResponse((Message(5),)),
+        {"messages": [{"seq_number": 5}]},
+    ),
+    (wire.PEEK, wire.MessagesResponse((FULL_MESSAGE,)), {"messages": [PEEKED_JSON]}),
+    (wire.COMPLETE, wire.OkResponse(), {"ok": True}),
+    (wire.ABANDON, wire.OkResponse(), {"ok": True}),
+    (wire.REJECT, wire.OkResponse(), {"ok": True}),
+    (wire.DEFER, wire.OkResponse(), {"ok": True}),
+    (wire.RENEW, wire.OkResponse(), {"ok": True}),
+    (wire.CANCEL, wire.OkResponse(), {"ok": True}),
+    (
+        wire.COMPLETE_BATCH,
+        wire.BatchResponse((BatchResult(1, True), BatchResult(2, False))),
+        {"results": [{"seq_number": 1, "ok": True}, {"seq_number": 2, "ok": False}]},
+    ),
+    (
+        wire.RENEW_BATCH,
+        wire.BatchResponse((BatchResult(1, True, 123),)),
+        {"results": [{"seq_number": 1, "ok": True, "locked_until_ms": 123}]},
+    ),
+    (wire.RENEW_BATCH, wire.BatchResponse(()), {"results": []}),
+    (
+        wire.STATS,
+        Stats("q"),
+        {
+            "queue": "q",
+            "active": 0,
+            "locked": 0,
+            "deferred": 0,
+            "scheduled": 0,
+            "dead_lettered": 0,
+            "total": 0,
+            "oldest_message_age_ms": 0,
+        },
+    ),
+    (
+        wire.STATS,
+        Stats("q", 128, 3, 0, 5, 2, 138, 41_200),
+        {
+            "queue": "q",
+            "active": 128,
+            "locked": 3,
+            "deferred": 0,
+            "scheduled": 5,
+            "dead_lettered": 2,
+            "total": 138,
+            "oldest_message_age_ms": 41_200,
+        },
+    ),
+    (wire.CREATE_QUEUE, wire.EmptyResponse(), {}),
+    (wire.DELETE_QUEUE, wire.DeleteQueueResponse(), {"deleted": True}),
+    (wire.SUBSCRIBE, wire.EmptyResponse(), {}),
+    (wire.UNSUBSCRIBE, wire.EmptyResponse(), {}),
+    (
+        wire.LIST_QUEUES,
+        wire.ListQueuesResponse((QUEUE_INFO, QueueInfo("p", QueueConfig(), ""))),
+        {
+            "queues": [
+                {
+                    "name": "q",
+                    "kind": "queue",
+                    "lock_duration_ms": 5_000,
+                    "max_delivery_count": 3,
+                    "default_ttl_ms": 7,
+                    "dedup_window_ms": 9,
+                    "generation": "gen-1",
+                },
+                {
+                    "name": "p",
+                    "kind": "queue",
+                    "lock_duration_ms": 30_000,
+                    "max_delivery_count": 10,
+                    "default_ttl_ms": 0,
+                    "dedup_window_ms": 0,
+                },
+            ]
+        },
+    ),
+    (wire.LIST_QUEUES, wire.ListQueuesResponse(), {"queues": []}),
+    (
+        wire.LIST_SUBSCRIPTIONS,
+        wire.ListSubscriptionsResponse((Subscription("t", "a", "true"), Subscription("t", "b"))),
+        {
+            "subscriptions": [
+                {"topic": "t", "name": "a", "expr": "true"},
+                {"topic": "t", "name": "b"},
+            ]
+        },
+    ),
+    (wire.LIST_SUBSCRIPTIONS, wire.ListSubscriptionsResponse(), {"subscriptions": []}),
+    (
+        wire.TEST_FILTER,
+        FilterTestResult(True, "", True, True),
+        {"valid": True, "ran": True, "matched": True},
+    ),
+    (
+        wire.TEST_FILTER,
+        FilterTestResult(False, "unexpected token"),
+        {"valid": False, "error": "unexpected token", "ran": False, "matched": False},
+    ),
+    (wire.REDRIVE, wire.RedriveResponse(), {"moved": 0}),
+    (wire.PURGE, wire.PurgeResponse(4), {"purged": 4}),
+    (
+        wire.STATUS,
+        wire.StatusResponse(),
+        {
+            "version": "",
+            "backend": "",
+            "remote": False,
+            "location": "",
+            "schema_version": "",
+            "ping_ms": 0,
+            "db_size_bytes": 0,
+            "queues": 0,
+            "subscriptions": 0,
+            "uptime_ms": 0,
+            "auth": False,
+        },
+    ),
+    (
+        wire.STATUS,
+        wire.StatusResponse("0.1.0", "local file", False, "/d/mq.db", "5", -1, 4096, 2, 1, 9, True),
+        {
+            "version": "0.1.0",
+            "backend": "local file",
+            "remote": False,
+            "location": "/d/mq.db",
+            "schema_version": "5",
+            "ping_ms": -1,
+            "db_size_bytes": 4096,
+            "queues": 2,
+            "subscriptions": 1,
+            "uptime_ms": 9,
+            "auth": True,
+        },
+    ),
+    (
+        wire.CREATE_KEY,
+        wire.CreateKeyResponse(KEY, "mqk_" + "0" * 64),
+        {
+            "key": {
+                "id": KEY_ID,
+                "name": "ci",
+                "permissions": ["listen", "send"],
+                "created_at_ms": 1_700_000_000_000,
+            },
+            "token": "mqk_" + "0" * 64,
+        },
+    ),
+    (
+        wire.LIST_KEYS,
+        wire.ListKeysResponse((REVOKED_KEY,), KEY_ID),
+        {
+            "keys": [
+                {
+                    "id": KEY_ID,
+                    "name": "old",
+                    "permissions": ["manage"],
+                    "created_at_ms": 1,
+                    "expires_at_ms": 2,
+                    "revoked_at_ms": 3,
+                }
+            ],
+            "next_after_id": KEY_ID,
+        },
+    ),
+    (wire.LIST_KEYS, wire.ListKeysResponse(), {"keys": []}),
+    (wire.REVOKE_KEY, wire.OkResponse(), {"ok": True}),
+]
