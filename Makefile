@@ -15,9 +15,11 @@ $(STAMP): pyproject.toml
 
 venv: $(STAMP)
 
+# The broker on ./data/mq.db, loopback only; prints a generated admin token unless
+# MQLITE_TOKENS is set. MQLITE_ADDR=:6754 make run listens on every interface.
 run: $(STAMP)
 	mkdir -p data
-	$(PY) -m mqlite.demo --db file:./data/mq.db
+	MQLITE_DB=file:./data/mq.db MQLITE_ADDR=$${MQLITE_ADDR:-127.0.0.1:6754} $(VENV)/bin/mqlite serve
 
 test: $(STAMP)
 	$(PY) -m pytest -q -p no:cacheprovider
@@ -30,6 +32,8 @@ lint: $(STAMP)
 
 bench: $(STAMP)
 	$(PY) tests/bench/engine_bench.py
+	$(PY) tests/bench/topic_bench.py
+	$(PY) tests/bench/http_bench.py
 
 clean:
 	rm -rf $(VENV) build *.egg-info .pytest_cache .mypy_cache .ruff_cache
