@@ -195,6 +195,7 @@ class Store:
             else:
                 conn.execute(f"SAVEPOINT sp{state.depth}")
             state.depth += 1
+            mark = len(state.after_commit)
             try:
                 yield conn
             except BaseException:
@@ -205,6 +206,7 @@ class Store:
                 else:
                     conn.execute(f"ROLLBACK TO sp{state.depth}")
                     conn.execute(f"RELEASE sp{state.depth}")
+                    del state.after_commit[mark:]  # the rolled-back block's wake-ups
                 raise
             state.depth -= 1
             if state.depth > 0:

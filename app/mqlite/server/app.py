@@ -1,19 +1,16 @@
-"""The broker's ASGI app: starlette routes built from the wire route table.
+"""The broker's ASGI app: access log → CORS → RPC dispatcher → starlette.
 
-Request path, for every RPC: authenticate (401) → POST only (405) → permission (403) →
-read the body under the 32 MiB cap (413, before it is fully buffered) → strict decode
-(400) → handler on the engine's writer thread → encode. Errors become the spec's
-``{"code","message"}`` envelope; an unexpected exception is a logged 500, never a
-traceback to the client.
+Starlette serves the open endpoints (discovery card, /healthz, /openapi.json), the opt-in
+/metrics, the authenticated 404 catch-all and the lifespan that opens the engine and the
+maintenance loops; RPCs are dispatched in front of it (``rpc.py``).
 """
 
 from __future__ import annotations
 
-import asyncio
 import contextlib
 import json
 import logging
-from collections.abc import AsyncIterator, Awaitable, Callable
+from collections.abc import AsyncIterator
 from typing import Any
 
 from starlette.applications import Starlette
@@ -22,15 +19,15 @@ from starlette.responses import JSONResponse, PlainTextResponse, Response
 from starlette.routing import Route
 from starlette.types import Receive, Scope, Send
 
-from mqlite import __version__, defaults, errors, wire
+from mqlite import __version__, errors, wire
 from mqlite.config import Settings
 from mqlite.engine import DLQBounds, Engine
 from mqlite.scheduling import MaintenanceScheduler
 from mqlite.server import auth
 from mqlite.server.cors import CORSMiddleware
-from mqlite.server.handlers import HANDLERS, Context
 from mqlite.server.logging import AccessLogMiddleware, configure
 from mqlite.server.metrics import Metrics
+from mqlite.server.rpc import RpcDispatcher
 from mqlite.server.runtime import Runtime
 
 log = logging.getLogger("mqlite.server")
@@ -43,21 +40,6 @@ DESCRIPTION = "Lightweight SQLite-backed message queue with Azure Service Bus-st
 
 def error_response(exc: errors.MQLiteError) -> Response:
     return Response(wire.error_body(exc), status_code=exc.http_status, media_type=JSON)
-
-
-async def read_body(request: Request, cap: int) -> bytes:
-    """The request body, refusing (413) as soon as it is known to exceed ``cap``."""
-    declared = request.headers.get("content-length")
-    if declared is not None and declared.isdigit() and int(declared) > cap:
-        raise errors.MessageTooLarge(f"request body over {cap} bytes")
-    chunks: list[bytes] = []
-    size = 0
-    async for chunk in request.stream():
-        size += len(chunk)
-        if size > cap:
-            raise errors.MessageTooLarge(f"request body over {cap} bytes")
-        chunks.append(chunk)
-    return b"".join(chunks)
 
 
 class BrokerApp:
@@ -75,10 +57,8 @@ class BrokerApp:
         routes.append(Route("/openapi.json", self.openapi, methods=["GET"]))
         if settings.metrics:
             routes.append(Route("/metrics", self.metrics_endpoint, methods=["GET"]))
-        for route in wire.ROUTES:
-            routes.append(Route(route.path, self._rpc(route), methods=ANY))
         routes.append(Route("/{path:path}", self.not_found, methods=ANY))
-        app: Any = Starlette(routes=routes, lifespan=self._lifespan)
+        app: Any = RpcDispatcher(self, Starlette(routes=routes, lifespan=self._lifespan))
         if settings.cors:
             app = CORSMiddleware(app, settings.cors)
         self._app = AccessLogMiddleware(app)
@@ -161,41 +141,3 @@ class BrokerApp:
         except errors.MQLiteError as exc:
             return PlainTextResponse(exc.message, status_code=exc.http_status)
         return Response(body, media_type=self.metrics.content_type)
-
-    # -- RPCs -----------------------------------------------------------------------------
-
-    def _rpc(self, route: wire.Route[Any, Any]) -> Callable[[Request], Awaitable[Response]]:
-        handler = HANDLERS[route.name]
-        permission = "manage_keys" if route.name.startswith("AuthService/") else route.permission
-        cap = defaults.MAX_REQUEST_BYTES
-        observe = self.metrics.observe_rpc
-
-        async def endpoint(request: Request) -> Response:
-            fields: dict[str, Any] = request.scope["state"]["log"]
-            loop = asyncio.get_running_loop()
-            started = loop.time()
-            try:
-                principal = await self.authenticator.principal(request.scope["headers"])
-                if request.method != "POST":
-                    raise errors.Unimplemented("POST required")
-                auth.authorize(principal, permission, auth_enabled=self.settings.auth)
-                req = wire.decode_request(route, await read_body(request, cap))
-                runtime = self.runtime
-                if runtime is None:
-                    raise errors.Internal("broker is starting")
-                ctx = Context(runtime, fields, request, self.started_ms, self.settings)
-                value = await handler(ctx, req)
-                body = wire.encode_response(route, value)
-            except errors.MQLiteError as exc:
-                fields["code"] = exc.code
-                response = error_response(exc)
-            except Exception:
-                log.exception("unexpected error in %s", route.name)
-                fields["code"] = "internal"
-                response = error_response(errors.Internal("internal error"))
-            else:
-                response = Response(body, media_type=JSON)
-            observe(route.name, loop.time() - started)
-            return response
-
-        return endpoint

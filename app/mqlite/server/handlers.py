@@ -11,7 +11,7 @@ from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
 from typing import Any
 
-from starlette.requests import Request
+from starlette.types import Receive
 
 from mqlite import __version__, errors
 from mqlite import wire as w
@@ -26,7 +26,7 @@ REDRIVE_PAUSE_S = 1.0
 class Context:
     runtime: Runtime
     log: dict[str, Any]
-    request: Request
+    receive: Receive
     started_ms: int
     settings: Settings
 
@@ -78,11 +78,12 @@ async def receive(ctx: Context, req: w.ReceiveRequest) -> Any:
         raise errors.InvalidArgument("receive_mode must be 0 (peek-lock) or 1 (receive-and-delete)")
     mode = ReceiveMode.RECEIVE_AND_DELETE if req.receive_mode else ReceiveMode.PEEK_LOCK
     attempt = req.receive_attempt_id or None
-    name, n, wait, delete = await ctx.call(
-        ctx.engine.receive_args, req.queue, req.max_messages, req.wait_time_ms, mode, attempt
+    # Validation reads only the in-memory catalog: no writer-thread hop needed.
+    name, n, wait, delete = ctx.engine.receive_args(
+        req.queue, req.max_messages, req.wait_time_ms, mode, attempt
     )
     disconnected = asyncio.Event()
-    watcher = asyncio.ensure_future(_watch_disconnect(ctx.request, disconnected)) if wait else None
+    watcher = asyncio.ensure_future(_watch_disconnect(ctx.receive, disconnected)) if wait else None
     try:
         msgs = await ctx.runtime.receive(
             name, n, wait, delete=delete, attempt_id=attempt, disconnected=disconnected
@@ -96,10 +97,10 @@ async def receive(ctx: Context, req: w.ReceiveRequest) -> Any:
     return w.MessagesResponse(tuple(msgs))
 
 
-async def _watch_disconnect(request: Request, disconnected: asyncio.Event) -> None:
+async def _watch_disconnect(receive: Receive, disconnected: asyncio.Event) -> None:
     """After the body is read, the next ASGI message is the client going away."""
     while True:
-        message = await request.receive()
+        message = await receive()
         if message["type"] == "http.disconnect":
             disconnected.set()
             return

@@ -6,7 +6,7 @@ latency histogram is observed per registered route only, so invented paths add n
 
 from __future__ import annotations
 
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 
 from prometheus_client import CollectorRegistry, Histogram, generate_latest
 from prometheus_client.core import CounterMetricFamily, GaugeMetricFamily, Metric
@@ -69,8 +69,9 @@ class Metrics:
             registry=self.registry,
         )
 
-    def observe_rpc(self, rpc: str, seconds: float) -> None:
-        self._rpc.labels(rpc).observe(seconds)
+    def rpc_observer(self, rpc: str) -> Callable[[float], None]:
+        """The latency recorder of one registered route (labels resolved once)."""
+        return self._rpc.labels(rpc).observe
 
     def render(self, engine: Engine) -> bytes:
         """Called on the writer thread (it reads the engine)."""

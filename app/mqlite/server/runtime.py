@@ -9,10 +9,10 @@ from __future__ import annotations
 
 import asyncio
 from collections.abc import Callable
-from concurrent.futures import ThreadPoolExecutor
 from typing import TypeVar
 
 from mqlite.engine import Engine
+from mqlite.server.writer import Writer
 from mqlite.types import Message
 
 T = TypeVar("T")
@@ -23,12 +23,12 @@ class Runtime:
 
     def __init__(self, engine: Engine) -> None:
         self.engine = engine
-        self._writer = ThreadPoolExecutor(max_workers=1, thread_name_prefix="mqlite-writer")
+        self._writer = Writer(engine.store)
         self.draining = False
 
     async def call(self, fn: Callable[..., T], *args: object, **kwargs: object) -> T:
-        loop = asyncio.get_running_loop()
-        return await loop.run_in_executor(self._writer, lambda: fn(*args, **kwargs))
+        result: T = await self._writer.submit(fn, *args, **kwargs)
+        return result
 
     def begin_drain(self) -> None:
         """Stop handing out claims and wake every parked long poll (they return empty)."""
@@ -88,7 +88,7 @@ class Runtime:
                 waiter.cancel()
 
     def shutdown(self) -> None:
-        self._writer.shutdown(wait=True)
+        self._writer.stop()
 
 
 def _resolve(fut: asyncio.Future[None]) -> None:

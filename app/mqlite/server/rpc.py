@@ -1,0 +1,109 @@
+"""The RPC dispatcher: ``POST /mqlite.v1.<Service>/<Method>`` by one dict lookup.
+
+RPCs are the broker's hot path, so they are served as plain ASGI in front of the
+starlette app (which keeps the open endpoints, /metrics, the 404 catch-all and the
+lifespan): no per-request routing scan, no Request/Response objects. Order per request:
+authenticate (401) → POST only (405) → permission (403) → read the body under the 32 MiB
+cap (413, before it is buffered) → strict decode (400) → handler → encode. Errors become
+the ``{"code","message"}`` envelope; an unexpected exception is a logged 500 with no
+traceback for the client.
+"""
+
+from __future__ import annotations
+
+import logging
+import time
+from collections.abc import Awaitable, Callable
+from typing import TYPE_CHECKING, Any
+
+from starlette.types import ASGIApp, Receive, Scope, Send
+
+from mqlite import defaults, errors, wire
+from mqlite.server import auth
+from mqlite.server.handlers import HANDLERS, Context
+
+if TYPE_CHECKING:
+    from mqlite.server.app import BrokerApp
+
+log = logging.getLogger("mqlite.server")
+
+JSON_HEADERS = [(b"content-type", b"application/json")]
+
+
+async def read_body(scope: Scope, receive: Receive, cap: int) -> bytes:
+    """The request body, refusing (413) as soon as it is known to exceed ``cap``."""
+    for name, value in scope["headers"]:
+        if name == b"content-length" and value.isdigit() and int(value) > cap:
+            raise errors.MessageTooLarge(f"request body over {cap} bytes")
+    chunks: list[bytes] = []
+    size = 0
+    while True:
+        message = await receive()
+        if message["type"] == "http.disconnect":
+            raise errors.Canceled("the client went away")
+        chunk = message.get("body", b"")
+        size += len(chunk)
+        if size > cap:
+            raise errors.MessageTooLarge(f"request body over {cap} bytes")
+        chunks.append(chunk)
+        if not message.get("more_body", False):
+            return b"".join(chunks)
+
+
+async def respond(send: Send, status: int, body: bytes) -> None:
+    headers = [*JSON_HEADERS, (b"content-length", str(len(body)).encode())]
+    await send({"type": "http.response.start", "status": status, "headers": headers})
+    await send({"type": "http.response.body", "body": body})
+
+
+Endpoint = Callable[[Scope, Receive, Send], Awaitable[None]]
+
+
+class RpcDispatcher:
+    def __init__(self, broker: BrokerApp, app: ASGIApp) -> None:
+        self.app = app
+        self.broker = broker
+        self.endpoints: dict[str, Endpoint] = {r.path: self._endpoint(r) for r in wire.ROUTES}
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        endpoint = self.endpoints.get(scope["path"]) if scope["type"] == "http" else None
+        if endpoint is None:
+            await self.app(scope, receive, send)
+        else:
+            await endpoint(scope, receive, send)
+
+    def _endpoint(self, route: wire.Route[Any, Any]) -> Endpoint:
+        handler = HANDLERS[route.name]
+        permission = "manage_keys" if route.name.startswith("AuthService/") else route.permission
+        broker = self.broker
+        authenticator = broker.authenticator
+        auth_enabled = broker.settings.auth
+        observe = broker.metrics.rpc_observer(route.name)
+        cap = defaults.MAX_REQUEST_BYTES
+
+        async def endpoint(scope: Scope, receive: Receive, send: Send) -> None:
+            fields: dict[str, Any] = scope.setdefault("state", {}).setdefault("log", {})
+            started = time.perf_counter()
+            try:
+                principal = await authenticator.principal(scope["headers"])
+                if scope["method"] != "POST":
+                    raise errors.Unimplemented("POST required")
+                auth.authorize(principal, permission, auth_enabled=auth_enabled)
+                req = wire.decode_request(route, await read_body(scope, receive, cap))
+                runtime = broker.runtime
+                if runtime is None:
+                    raise errors.Internal("broker is starting")
+                ctx = Context(runtime, fields, receive, broker.started_ms, broker.settings)
+                body = wire.encode_response(route, await handler(ctx, req))
+                status = 200
+            except errors.MQLiteError as exc:
+                fields["code"] = exc.code
+                status, body = exc.http_status, wire.error_body(exc)
+            except Exception:
+                log.exception("unexpected error in %s", route.name)
+                fields["code"] = "internal"
+                status, body = 500, wire.error_body(errors.Internal("internal error"))
+            observe(time.perf_counter() - started)
+            await respond(send, status, body)
+
+        return endpoint
