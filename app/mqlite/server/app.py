@@ -1,4 +1,4 @@
-"""The broker's ASGI app: access log → CORS → RPC dispatcher → starlette.
+"""The broker's ASGI app: RPC dispatcher → (access log → CORS → starlette).
 
 Starlette serves the open endpoints (discovery card, /healthz, /openapi.json), the opt-in
 /metrics, the authenticated 404 catch-all and the lifespan that opens the engine and the
@@ -26,6 +26,7 @@ from mqlite.scheduling import MaintenanceScheduler
 from mqlite.server import auth
 from mqlite.server.cors import CORSMiddleware
 from mqlite.server.logging import AccessLogMiddleware, configure
+from mqlite.server.logging import stop as stop_logging
 from mqlite.server.metrics import Metrics
 from mqlite.server.rpc import RpcDispatcher
 from mqlite.server.runtime import Runtime
@@ -58,10 +59,10 @@ class BrokerApp:
         if settings.metrics:
             routes.append(Route("/metrics", self.metrics_endpoint, methods=["GET"]))
         routes.append(Route("/{path:path}", self.not_found, methods=ANY))
-        app: Any = RpcDispatcher(self, Starlette(routes=routes, lifespan=self._lifespan))
+        app: Any = Starlette(routes=routes, lifespan=self._lifespan)
         if settings.cors:
             app = CORSMiddleware(app, settings.cors)
-        self._app = AccessLogMiddleware(app)
+        self._app = RpcDispatcher(self, AccessLogMiddleware(app))
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
         await self._app(scope, receive, send)
@@ -96,6 +97,7 @@ class BrokerApp:
             self.runtime.shutdown()
             engine.close()
             log.info("broker stopped")
+            stop_logging()
 
     async def _lookup_key(self, token: str) -> Any:
         assert self.runtime is not None

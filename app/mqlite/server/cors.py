@@ -12,12 +12,20 @@ PREFLIGHT_HEADERS = [
 ]
 
 
+def cors_headers(allow_origin: str | None) -> list[tuple[bytes, bytes]]:
+    """The headers every response carries (none when CORS is off)."""
+    if not allow_origin:
+        return []
+    headers = [(b"access-control-allow-origin", allow_origin.encode("latin-1"))]
+    if allow_origin != "*":
+        headers.append((b"vary", b"Origin"))
+    return headers
+
+
 class CORSMiddleware:
     def __init__(self, app: ASGIApp, allow_origin: str) -> None:
         self.app = app
-        self.headers = [(b"access-control-allow-origin", allow_origin.encode("latin-1"))]
-        if allow_origin != "*":
-            self.headers.append((b"vary", b"Origin"))
+        self.headers = cors_headers(allow_origin)
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
         if scope["type"] != "http":

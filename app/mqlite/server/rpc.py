@@ -1,8 +1,10 @@
 """The RPC dispatcher: ``POST /mqlite.v1.<Service>/<Method>`` by one dict lookup.
 
 RPCs are the broker's hot path, so they are served as plain ASGI in front of the
-starlette app (which keeps the open endpoints, /metrics, the 404 catch-all and the
-lifespan): no per-request routing scan, no Request/Response objects. Order per request:
+middleware-wrapped starlette app (which keeps the open endpoints, /metrics, the 404
+catch-all, CORS preflights and the lifespan): no per-request routing scan, no
+Request/Response objects, no middleware layers -- the endpoint adds the CORS header and
+writes its own access-log line. Order per request:
 authenticate (401) → POST only (405) → permission (403) → read the body under the 32 MiB
 cap (413, before it is buffered) → strict decode (400) → handler → encode. Errors become
 the ``{"code","message"}`` envelope; an unexpected exception is a logged 500 with no
@@ -20,7 +22,9 @@ from starlette.types import ASGIApp, Receive, Scope, Send
 
 from mqlite import defaults, errors, wire
 from mqlite.server import auth
+from mqlite.server.cors import cors_headers
 from mqlite.server.handlers import HANDLERS, Context
+from mqlite.server.logging import log_request
 
 if TYPE_CHECKING:
     from mqlite.server.app import BrokerApp
@@ -50,8 +54,10 @@ async def read_body(scope: Scope, receive: Receive, cap: int) -> bytes:
             return b"".join(chunks)
 
 
-async def respond(send: Send, status: int, body: bytes) -> None:
-    headers = [*JSON_HEADERS, (b"content-length", str(len(body)).encode())]
+async def respond(
+    send: Send, status: int, body: bytes, extra_headers: list[tuple[bytes, bytes]]
+) -> None:
+    headers = [*JSON_HEADERS, (b"content-length", str(len(body)).encode()), *extra_headers]
     await send({"type": "http.response.start", "status": status, "headers": headers})
     await send({"type": "http.response.body", "body": body})
 
@@ -67,7 +73,7 @@ class RpcDispatcher:
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
         endpoint = self.endpoints.get(scope["path"]) if scope["type"] == "http" else None
-        if endpoint is None:
+        if endpoint is None or scope["method"] == "OPTIONS":  # preflights: CORS, before auth
             await self.app(scope, receive, send)
         else:
             await endpoint(scope, receive, send)
@@ -80,9 +86,10 @@ class RpcDispatcher:
         auth_enabled = broker.settings.auth
         observe = broker.metrics.rpc_observer(route.name)
         cap = defaults.MAX_REQUEST_BYTES
+        extra_headers = cors_headers(broker.settings.cors)
 
         async def endpoint(scope: Scope, receive: Receive, send: Send) -> None:
-            fields: dict[str, Any] = scope.setdefault("state", {}).setdefault("log", {})
+            fields: dict[str, Any] = {}
             started = time.perf_counter()
             try:
                 principal = await authenticator.principal(scope["headers"])
@@ -104,6 +111,9 @@ class RpcDispatcher:
                 fields["code"] = "internal"
                 status, body = 500, wire.error_body(errors.Internal("internal error"))
             observe(time.perf_counter() - started)
-            await respond(send, status, body)
+            try:
+                await respond(send, status, body, extra_headers)
+            finally:
+                log_request(scope, status, started, fields)
 
         return endpoint

@@ -33,6 +33,8 @@ class Worker(UvicornWorker):  # type: ignore[misc]
         "http": "auto",
         "lifespan": "on",
         "timeout_graceful_shutdown": 8,
+        "access_log": False,  # the app writes its own JSON access log
+        "server_header": False,
     }
 
     async def _serve(self) -> None:
