@@ -129,7 +129,7 @@ class AdminOps(EngineCore):
             with self.store.transaction() as conn:
                 conn.execute("SELECT 1").fetchone()
                 counts = conn.execute(STATUS_COUNTS_SQL).fetchone()
-            ping_ms = round(self.clock.monotonic_ms() - started, 3)
+            ping_ms = int(self.clock.monotonic_ms() - started)
         except sqlite3.Error:
             counts, ping_ms = (0, 0), -1
         location = self.store.location

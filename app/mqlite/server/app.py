@@ -36,6 +36,7 @@ log = logging.getLogger("mqlite.server")
 JSON = "application/json"
 # Every method reaches our endpoints, which answer a wrong one with the 405 envelope.
 ANY = ["GET", "HEAD", "POST", "PUT", "PATCH", "DELETE", "OPTIONS"]
+DOCS_URL = "https://github.com/mqlitehq/mqlite"
 DESCRIPTION = "Lightweight SQLite-backed message queue with Azure Service Bus-style semantics."
 
 
@@ -54,7 +55,10 @@ class BrokerApp:
         self.authenticator = auth.Authenticator(
             settings.tokens, settings.monitor_tokens, self._lookup_key
         )
-        routes = [Route("/", self.discovery, methods=ANY), Route("/healthz", self.healthz)]
+        routes = [
+            Route("/", self.discovery, methods=ANY),
+            Route("/healthz", self.healthz, methods=ANY),
+        ]
         routes.append(Route("/openapi.json", self.openapi, methods=["GET"]))
         if settings.metrics:
             routes.append(Route("/metrics", self.metrics_endpoint, methods=["GET"]))
@@ -112,7 +116,7 @@ class BrokerApp:
             "version": __version__,
             "status": "ok",
             "auth": "bearer" if self.settings.auth else "none",
-            "docs": "/openapi.json",
+            "docs": DOCS_URL,
             "endpoints": [r.path for r in wire.ROUTES],
             "health": "/healthz",
         }
@@ -127,11 +131,15 @@ class BrokerApp:
         return Response(json.dumps(wire.openapi_document(__version__)), media_type=JSON)
 
     async def not_found(self, request: Request) -> Response:
-        try:
-            await self.authenticator.principal(request.scope["headers"])
-        except errors.MQLiteError as exc:
-            return error_response(exc)
-        return error_response(errors.NotFound(f"no such path: {request.url.path}"))
+        """404 after authentication (401 first), except the open console paths, which are
+        404 for everyone while no console is served."""
+        path = request.url.path
+        if not auth.is_exempt(path):
+            try:
+                await self.authenticator.principal(request.scope["headers"])
+            except errors.MQLiteError as exc:
+                return error_response(exc)
+        return error_response(errors.NotFound(f"no such path: {path}"))
 
     async def metrics_endpoint(self, request: Request) -> Response:
         try:

@@ -69,11 +69,14 @@ class RpcDispatcher:
     def __init__(self, broker: BrokerApp, app: ASGIApp) -> None:
         self.app = app
         self.broker = broker
+        self.cors = bool(broker.settings.cors)
         self.endpoints: dict[str, Endpoint] = {r.path: self._endpoint(r) for r in wire.ROUTES}
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
         endpoint = self.endpoints.get(scope["path"]) if scope["type"] == "http" else None
-        if endpoint is None or scope["method"] == "OPTIONS":  # preflights: CORS, before auth
+        if endpoint is None or (scope["method"] == "OPTIONS" and self.cors):
+            # Preflights are answered by CORS, before auth; with CORS off an OPTIONS is
+            # an ordinary request: authenticated, then 405.
             await self.app(scope, receive, send)
         else:
             await endpoint(scope, receive, send)
@@ -90,6 +93,7 @@ class RpcDispatcher:
 
         async def endpoint(scope: Scope, receive: Receive, send: Send) -> None:
             fields: dict[str, Any] = {}
+            headers = extra_headers
             started = time.perf_counter()
             try:
                 principal = await authenticator.principal(scope["headers"])
@@ -106,13 +110,15 @@ class RpcDispatcher:
             except errors.MQLiteError as exc:
                 fields["code"] = exc.code
                 status, body = exc.http_status, wire.error_body(exc)
+                if status == 405:
+                    headers = [*extra_headers, (b"allow", b"POST")]
             except Exception:
                 log.exception("unexpected error in %s", route.name)
                 fields["code"] = "internal"
                 status, body = 500, wire.error_body(errors.Internal("internal error"))
             observe(time.perf_counter() - started)
             try:
-                await respond(send, status, body, extra_headers)
+                await respond(send, status, body, headers)
             finally:
                 log_request(scope, status, started, fields)
 

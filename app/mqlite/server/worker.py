@@ -8,6 +8,8 @@ SIGINT arrives, then lets uvicorn finish in-flight requests and run the lifespan
 
 from __future__ import annotations
 
+import asyncio
+import signal
 import sys
 from types import FrameType
 from typing import Any, ClassVar
@@ -40,7 +42,11 @@ class Worker(UvicornWorker):  # type: ignore[misc]
     async def _serve(self) -> None:
         self.config.app = self.wsgi
         server = DrainingServer(config=self.config)
-        self._install_sigquit_handler()
+        # gunicorn's master turns SIGINT into SIGQUIT for its worker: treat it like SIGTERM
+        # (drain, finish, lifespan shutdown) rather than uvicorn-worker's abrupt quit.
+        asyncio.get_running_loop().add_signal_handler(
+            signal.SIGQUIT, server.handle_exit, signal.SIGQUIT, None
+        )
         await server.serve(sockets=self.sockets)
         if not server.started:
             sys.exit(Arbiter.WORKER_BOOT_ERROR)
