@@ -1,6 +1,8 @@
-"""``mqlite``: the command-line entry point (serve and version for now).
+"""``mqlite``: the command-line entry point.
 
-Exit codes: 0 ok, 1 runtime error (``error: ...`` on stderr), 2 usage error.
+Exit codes: 0 ok, 1 runtime error (one line ``error: ...`` on stderr), 2 usage error.
+Commands run embedded on ``MQLITE_DB`` or against a broker (``MQLITE_ENDPOINT`` /
+``--endpoint``); see ``mqlite help`` and the CLI reference.
 """
 
 from __future__ import annotations
@@ -22,6 +24,9 @@ def _bool_flag(text: str) -> bool:
 
 
 def build_parser() -> argparse.ArgumentParser:
+    from mqlite.cli.args import client_flags
+    from mqlite.cli.commands import register_all
+
     parser = argparse.ArgumentParser(
         prog="mqlite", description="A message broker on one SQLite file."
     )
@@ -44,31 +49,80 @@ def build_parser() -> argparse.ArgumentParser:
         help="with auth off, allow a non-loopback bind",
     )
     commands.add_parser("version", help="print the version")
+    commands.add_parser("help", help="show this help")
+    register_all(commands, client_flags())
     return parser
 
 
+def _serve(args: argparse.Namespace) -> int:
+    from mqlite.config import Settings
+    from mqlite.server.serve import run
+
+    try:
+        settings = Settings.from_env(os.environ).with_flags(
+            addr=args.addr,
+            metrics=args.metrics,
+            insecure_allow_remote=args.insecure_allow_remote,
+        )
+        return run(settings)
+    except errors.MQLiteError as exc:
+        print(f"error: {exc.message}", file=sys.stderr)
+        return 1
+
+
+def _fail(text: str, code: int) -> int:
+    line = " ".join(str(text).split())  # one line, always
+    sys.stderr.write(f"error: {line}\n")
+    sys.stderr.flush()
+    return code
+
+
 def main(argv: list[str] | None = None) -> int:
+    from mqlite.cli.output import probe_stdio
+
+    undeliverable = probe_stdio()  # before any file is opened
     parser = build_parser()
     args = parser.parse_args(argv)
     if args.command == "version":
         print(f"mqlite {__version__}")
         return 0
+    if args.command == "help":
+        parser.print_help()
+        return 0
     if args.command == "serve":
-        from mqlite.config import Settings
-        from mqlite.server.serve import run
+        return _serve(args)
+    handler = getattr(args, "handler", None)
+    if handler is None:
+        parser.print_help(sys.stderr)
+        return 2
+    return run_command(handler, args, undeliverable)
 
+
+def run_command(handler: object, args: argparse.Namespace, undeliverable: bool) -> int:
+    from mqlite.cli.context import Context, Failure, UsageError
+
+    ctx = Context(args, undeliverable)
+    try:
         try:
-            settings = Settings.from_env(os.environ).with_flags(
-                addr=args.addr,
-                metrics=args.metrics,
-                insecure_allow_remote=args.insecure_allow_remote,
-            )
-            return run(settings)
-        except errors.MQLiteError as exc:
-            print(f"error: {exc.message}", file=sys.stderr)
-            return 1
-    parser.print_help(sys.stderr)
-    return 2
+            result = handler(ctx)  # type: ignore[operator]
+            sys.stdout.flush()
+            return int(result)
+        finally:
+            ctx.close()
+    except UsageError as exc:
+        sys.stderr.write(f"usage: mqlite {args.command} ... (see mqlite {args.command} -h)\n")
+        return _fail(str(exc), 2)
+    except errors.MQLiteError as exc:
+        return _fail(f"{exc.message} ({exc.code})" if exc.code != "internal" else exc.message, 1)
+    except Failure as exc:
+        return _fail(str(exc), 1)
+    except BrokenPipeError:
+        os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
+        return _fail("output closed before it was written", 1)
+    except OSError as exc:
+        return _fail(f"{exc.strerror or exc}", 1)
+    except KeyboardInterrupt:
+        return _fail("interrupted", 130)
 
 
 if __name__ == "__main__":

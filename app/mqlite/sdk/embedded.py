@@ -7,12 +7,17 @@ same exceptions) with the APScheduler loops attached when ``background=True``.
 from __future__ import annotations
 
 import os
+from typing import TYPE_CHECKING
 
 from mqlite import defaults
 from mqlite.clock import Clock
 from mqlite.config import sync_from_env
 from mqlite.engine import DLQBounds, Engine
 from mqlite.scheduling import MaintenanceScheduler
+from mqlite.wire import StatusResponse
+
+if TYPE_CHECKING:
+    from mqlite.sdk.protocol import Client
 
 
 class EmbeddedClient(Engine):
@@ -39,10 +44,26 @@ class EmbeddedClient(Engine):
             max_message_bytes=max_message_bytes,
             dlq_defaults=DLQBounds(dlq_max_age_ms, dlq_max_count, dlq_max_bytes),
         )
+        self._started_ms = self.clock.now_ms()
         self._scheduler: MaintenanceScheduler | None = None
         if background:
             self._scheduler = MaintenanceScheduler(self)
             self._scheduler.start()
+
+    def status(self) -> StatusResponse:  # type: ignore[override]
+        """The same ``StatusResponse`` a broker answers: ``auth`` is False (in-process
+        access is trusted) and ``uptime_ms`` counts from this client's opening."""
+        from mqlite import __version__
+
+        snapshot = super().status()
+        ping = snapshot.pop("ping_ms")
+        return StatusResponse(
+            version=__version__,
+            uptime_ms=max(self.clock.now_ms() - self._started_ms, 0),
+            auth=False,
+            ping_ms=round(ping) if isinstance(ping, int | float) else -1,
+            **snapshot,  # type: ignore[arg-type]
+        )
 
     def close(self) -> None:
         """Stop the loops, wake long polls, wait for in-flight work, checkpoint and close."""
@@ -67,3 +88,9 @@ def open_embedded(dsn: str = "file:./mq.db", **options: object) -> EmbeddedClien
     ``dlq_max_count``, ``dlq_max_bytes`` (engine-default DLQ bounds, 0 = unbounded).
     """
     return EmbeddedClient(dsn, **options)  # type: ignore[arg-type]
+
+
+if TYPE_CHECKING:
+
+    def _conforms(c: EmbeddedClient) -> Client:
+        return c

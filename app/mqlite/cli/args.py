@@ -1,0 +1,125 @@
+"""Argument types and shared flags (a bad value is an argparse error: exit 2)."""
+
+from __future__ import annotations
+
+import argparse
+import os
+import re
+import sys
+from datetime import datetime
+
+from mqlite import errors
+from mqlite.cli.context import Failure, UsageError
+from mqlite.config import parse_duration_ms
+
+MAX_BODY_BYTES = 16 << 20  # 16 MiB: stdin / --file cap (read one extra byte to detect more)
+
+
+def duration(text: str) -> int:
+    """``ms s m h d w`` (e.g. ``1h30m``); a bare ``0`` is zero. Negative is rejected."""
+    if text.strip() == "0":
+        return 0
+    try:
+        return parse_duration_ms(text)
+    except errors.MQLiteError as exc:
+        raise argparse.ArgumentTypeError(exc.message) from None
+
+
+def positive_duration(text: str) -> int:
+    """A bound: 0 means none; a positive value under 1 ms is refused (it would round to 0)."""
+    ms = duration(text)
+    if ms == 0 and re.search(r"[1-9]", text):
+        raise argparse.ArgumentTypeError(f"{text!r} is below the 1ms minimum")
+    return ms
+
+
+def non_negative(text: str) -> int:
+    try:
+        value = int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"{text!r} is not an integer") from None
+    if value < 0:
+        raise argparse.ArgumentTypeError(f"{text!r} must not be negative")
+    return value
+
+
+def signed(text: str) -> int:
+    try:
+        return int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"{text!r} is not an integer") from None
+
+
+def seq(text: str) -> int:
+    try:
+        value = int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"{text!r} is not a sequence number") from None
+    if value <= 0:
+        raise argparse.ArgumentTypeError(f"sequence number {text!r} must be positive")
+    return value
+
+
+def seq_list(text: str) -> list[int]:
+    items = [p.strip() for p in text.split(",")]
+    if not items or any(not p for p in items):
+        raise argparse.ArgumentTypeError(f"{text!r} is not a comma-separated list of seqs")
+    return [seq(p) for p in items]
+
+
+def at_time(text: str, now_ms: int) -> int:
+    """``--at``: RFC3339, or a duration from now. Must be in the future."""
+    raw = text.strip()
+    try:
+        at = now_ms + parse_duration_ms(raw)
+    except errors.MQLiteError:
+        try:
+            stamp = datetime.fromisoformat(raw.replace("Z", "+00:00").replace("z", "+00:00"))
+        except ValueError:
+            raise UsageError(f"--at {text!r} is neither RFC3339 nor a duration") from None
+        if stamp.tzinfo is None:
+            raise UsageError(f"--at {text!r} needs a time zone (e.g. Z or +02:00)") from None
+        at = int(stamp.timestamp() * 1000)
+    if at <= now_ms:
+        raise UsageError(f"--at {text!r} is not in the future")
+    return at
+
+
+def read_body(arg: str | None, file: str | None, *, required: bool = True) -> bytes | None:
+    """The body from an argument, ``--file``, or ``-`` (stdin); capped at 16 MiB."""
+    if arg is not None and file is not None:
+        raise UsageError("give the body as an argument or with --file, not both")
+    if file is not None:
+        try:
+            with open(file, "rb") as fh:
+                return _capped(fh.read(MAX_BODY_BYTES + 1), file)
+        except OSError as exc:
+            raise Failure(f"--file {file}: {exc.strerror or exc}") from None
+    if arg == "-":
+        return _capped(sys.stdin.buffer.read(MAX_BODY_BYTES + 1), "stdin")
+    if arg is None:
+        if required:
+            raise UsageError("a body is required (argument, - for stdin, or --file)")
+        return None
+    return os.fsencode(arg)
+
+
+def _capped(data: bytes, source: str) -> bytes:
+    if len(data) > MAX_BODY_BYTES:
+        raise Failure(f"{source} holds more than {MAX_BODY_BYTES} bytes (16 MiB); refusing")
+    return data
+
+
+def client_flags() -> argparse.ArgumentParser:
+    """``--endpoint --token --output``: the data and admin commands' global flags."""
+    p = argparse.ArgumentParser(add_help=False)
+    p.add_argument("--endpoint", metavar="URL", help="a running broker (overrides MQLITE_ENDPOINT)")
+    p.add_argument("--token", metavar="BEARER", help="Bearer token (--token= sends none)")
+    output_flag(p)
+    return p
+
+
+def output_flag(p: argparse.ArgumentParser) -> None:
+    p.add_argument(
+        "--output", "-o", choices=("text", "json"), default="text", help="text (default) or json"
+    )

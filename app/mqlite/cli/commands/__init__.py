@@ -1,0 +1,14 @@
+"""The ``mqlite`` commands, one module per family; each exposes ``register``."""
+
+from __future__ import annotations
+
+import argparse
+
+Subparsers = argparse._SubParsersAction
+
+
+def register_all(sub: Subparsers, common: argparse.ArgumentParser) -> None:  # type: ignore[type-arg]
+    from mqlite.cli.commands import backup, dlq, keys, local, messages, queues, receive, settle
+
+    for module in (queues, messages, receive, settle, dlq, keys, local, backup):
+        module.register(sub, common)

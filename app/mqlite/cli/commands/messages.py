@@ -1,0 +1,120 @@
+"""Producing and browsing: send, schedule, cancel, peek."""
+
+from __future__ import annotations
+
+import argparse
+from typing import Any
+
+from mqlite import wire
+from mqlite.cli import args as a
+from mqlite.cli.context import Context
+from mqlite.cli.output import body_preview, peeked_json, when_text
+from mqlite.clock import SYSTEM_CLOCK
+from mqlite.types import Message, OutMessage, State
+
+
+def _message_flags(p: argparse.ArgumentParser) -> None:
+    p.add_argument("queue")
+    p.add_argument("body", nargs="?", help="message body; - reads stdin")
+    p.add_argument("--file", help="read the body from a file")
+    p.add_argument("--message-id", default="", help="dedup / idempotency key")
+    p.add_argument("--group", default="", help="group id (ordering / session key)")
+    p.add_argument("--subject", default="", help="subject (label)")
+    p.add_argument("--reply-to", default="", help="reply-to address")
+    p.add_argument("--ttl", type=a.duration, default=None, help="per-message TTL")
+
+
+def register(sub: Any, common: argparse.ArgumentParser) -> None:
+    p = sub.add_parser("send", parents=[common], help="enqueue a message")
+    _message_flags(p)
+    p.set_defaults(handler=send)
+
+    p = sub.add_parser("schedule", parents=[common], help="enqueue for future delivery")
+    _message_flags(p)
+    p.add_argument("--at", required=True, help="RFC3339 time or a duration from now")
+    p.set_defaults(handler=schedule)
+
+    p = sub.add_parser("cancel", parents=[common], help="cancel a scheduled message")
+    p.add_argument("queue")
+    p.add_argument("seq", type=a.seq)
+    p.set_defaults(handler=cancel)
+
+    p = sub.add_parser("peek", parents=[common], help="browse without locking")
+    p.add_argument("queue")
+    p.add_argument("--state", choices=[s.value for s in State], default=None)
+    p.add_argument("--from", dest="from_seq", type=a.non_negative, default=0)
+    p.add_argument("--max", type=a.non_negative, default=16)
+    p.set_defaults(handler=peek)
+
+
+def _out_message(ctx: Context) -> OutMessage:
+    g = ctx.args
+    body = a.read_body(g.body, g.file)
+    assert body is not None
+    return OutMessage(
+        body=body,
+        message_id=g.message_id,
+        group_id=g.group,
+        subject=g.subject,
+        reply_to=g.reply_to,
+    )
+
+
+def send(ctx: Context) -> int:
+    msg = _out_message(ctx)
+    seq = int(ctx.client.send_one(ctx.args.queue, msg, ttl_ms=ctx.args.ttl))
+    if ctx.out.json:
+        ctx.out.wire(wire.SEND, wire.SendResponse((seq,)))
+    else:
+        ctx.out.line(f"sent {ctx.args.queue} seq={seq}")
+    return 0
+
+
+def schedule(ctx: Context) -> int:
+    msg = _out_message(ctx)
+    at_ms = a.at_time(ctx.args.at, SYSTEM_CLOCK.now_ms())
+    seqs = [int(s) for s in ctx.client.schedule(ctx.args.queue, [msg], at_ms, ctx.args.ttl)]
+    if ctx.out.json:
+        ctx.out.wire(wire.SCHEDULE, wire.SendResponse(tuple(seqs)))
+    else:
+        ctx.out.line(f"scheduled {ctx.args.queue} seq={seqs[0]} at={when_text(at_ms)}")
+    return 0
+
+
+def cancel(ctx: Context) -> int:
+    ctx.client.cancel(ctx.args.queue, ctx.args.seq)
+    if ctx.out.json:
+        ctx.out.wire(wire.CANCEL, wire.OkResponse())
+    else:
+        ctx.out.line(f"cancelled {ctx.args.queue} seq={ctx.args.seq}")
+    return 0
+
+
+def peek(ctx: Context) -> int:
+    g = ctx.args
+    msgs: list[Message] = list(
+        ctx.client.peek(g.queue, state=g.state, from_seq=g.from_seq, max=g.max)
+    )
+    if ctx.out.json:
+        ctx.out.obj([peeked_json(m) for m in msgs])
+        return 0
+    if not msgs:
+        ctx.out.line("no messages")
+        return 0
+    ctx.out.table(
+        ("SEQ", "STATE", "DELIVERIES", "ENQUEUED", "GROUP", "MESSAGE-ID", "BODY"),
+        (
+            (
+                m.seq_number,
+                m.state or "-",
+                m.delivery_count,
+                when_text(m.enqueued_at_ms),
+                m.group_id or "-",
+                m.message_id or "-",
+                body_preview(m.body)
+                + (f"  [{m.dead_letter_reason}]" if m.dead_letter_reason else ""),
+            )
+            for m in msgs
+        ),
+    )
+    return 0

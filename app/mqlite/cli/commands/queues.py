@@ -1,0 +1,222 @@
+"""Queue and topic administration: create/delete queues, (un)subscribe, list, metrics,
+status and test-filter."""
+
+from __future__ import annotations
+
+import argparse
+from typing import Any
+
+from mqlite import wire
+from mqlite.cli import args as a
+from mqlite.cli.context import Context, Failure, UsageError
+from mqlite.cli.output import ms_text
+from mqlite.types import FilterTestResult, OrderingMode, OutMessage, QueueConfig, Stats
+from mqlite.wire.response_shapes import QUEUE_INFO
+
+
+def register(sub: Any, common: argparse.ArgumentParser) -> None:
+    p = sub.add_parser("create-queue", parents=[common], help="create or update a queue")
+    p.add_argument("name")
+    p.add_argument("--lock", type=a.duration, default=0, help="Peek-Lock duration (0 → 30s)")
+    p.add_argument("--max-delivery", type=a.non_negative, default=0, help="0 → 10")
+    p.add_argument("--ttl", type=a.duration, default=0, help="default message TTL (0 = none)")
+    p.add_argument("--dedup", type=a.duration, default=0, help="dedup window (0 = off)")
+    p.add_argument("--ordering", choices=[m.value for m in OrderingMode], default="standard")
+    p.add_argument("--dlq-max-age", type=a.duration, default=0, help="0 inherits")
+    p.add_argument("--dlq-max-count", type=a.signed, default=0, help="0 inherits, -1 unbounded")
+    p.add_argument("--dlq-max-bytes", type=a.signed, default=0, help="0 inherits, -1 unbounded")
+    p.set_defaults(handler=create_queue)
+
+    p = sub.add_parser("delete-queue", parents=[common], help="delete an empty queue")
+    p.add_argument("name")
+    p.add_argument("--generation", help="only delete this generation of the name")
+    p.set_defaults(handler=delete_queue)
+
+    for name in ("subscribe", "create-subscription"):
+        p = sub.add_parser(name, parents=[common], help="create a topic subscription")
+        p.add_argument("topic")
+        p.add_argument("name")
+        p.add_argument("--expr", default="", help="filter predicate (empty = match all)")
+        p.set_defaults(handler=subscribe)
+
+    p = sub.add_parser("unsubscribe", parents=[common], help="remove a subscription")
+    p.add_argument("topic")
+    p.add_argument("name")
+    p.set_defaults(handler=unsubscribe)
+
+    p = sub.add_parser("list", parents=[common], help="list queues")
+    p.set_defaults(handler=list_queues)
+    p = sub.add_parser("list-subscriptions", parents=[common], help="list subscriptions")
+    p.set_defaults(handler=list_subscriptions)
+
+    p = sub.add_parser("metrics", parents=[common], help="queue counters")
+    p.add_argument("queue")
+    p.set_defaults(handler=metrics)
+    p = sub.add_parser("status", parents=[common], help="backend snapshot")
+    p.set_defaults(handler=status)
+
+    p = sub.add_parser("test-filter", parents=[common], help="dry-run a subscription filter")
+    p.add_argument("expr")
+    p.add_argument("body", nargs="?", help="sample body (- for stdin)")
+    p.add_argument("--file", help="sample body from a file")
+    p.add_argument("--subject", default="")
+    p.add_argument("--group", default="")
+    p.add_argument("--prop", default="", metavar="K=V,K=V", help="sample properties")
+    p.set_defaults(handler=test_filter)
+
+
+def create_queue(ctx: Context) -> int:
+    g = ctx.args
+    cfg = QueueConfig(
+        lock_duration_ms=g.lock,
+        max_delivery_count=g.max_delivery,
+        default_ttl_ms=g.ttl,
+        dedup_window_ms=g.dedup,
+        ordering_mode=g.ordering,
+        dlq_max_age_ms=g.dlq_max_age,
+        dlq_max_count=g.dlq_max_count,
+        dlq_max_bytes=g.dlq_max_bytes,
+    )
+    info = ctx.client.create_queue(g.name, cfg)
+    if ctx.out.json:
+        ctx.out.obj(QUEUE_INFO.encode(info))  # the ListQueues entry: wire field names
+        return 0
+    c = info.config
+    ctx.out.line(
+        f"queue {info.name} ready: lock={ms_text(c.lock_duration_ms)} "
+        f"max-delivery={c.max_delivery_count} ordering={c.ordering_mode}"
+        + (f" generation={info.generation}" if info.generation else "")
+    )
+    return 0
+
+
+def delete_queue(ctx: Context) -> int:
+    g = ctx.args
+    ctx.client.delete_queue(g.name, g.generation)
+    if ctx.out.json:
+        ctx.out.wire(wire.DELETE_QUEUE, wire.DeleteQueueResponse(True))
+    else:
+        ctx.out.line(f"deleted queue {g.name}")
+    return 0
+
+
+def subscribe(ctx: Context) -> int:
+    g = ctx.args
+    ctx.client.subscribe(g.topic, g.name, g.expr)
+    if ctx.out.json:
+        ctx.out.wire(wire.SUBSCRIBE, wire.EmptyResponse())
+    else:
+        shown = f" where {g.expr}" if g.expr else " (all messages)"
+        ctx.out.line(f"subscribed {g.name} to topic {g.topic}{shown}")
+    return 0
+
+
+def unsubscribe(ctx: Context) -> int:
+    ctx.client.unsubscribe(ctx.args.topic, ctx.args.name)
+    if ctx.out.json:
+        ctx.out.wire(wire.UNSUBSCRIBE, wire.EmptyResponse())
+    else:
+        ctx.out.line(f"unsubscribed {ctx.args.name} from topic {ctx.args.topic}")
+    return 0
+
+
+def list_queues(ctx: Context) -> int:
+    queues = list(ctx.client.list_queues())
+    if ctx.out.json:
+        ctx.out.wire(wire.LIST_QUEUES, wire.ListQueuesResponse(tuple(queues)))
+        return 0
+    if not queues:
+        ctx.out.line("no queues")
+        return 0
+    ctx.out.table(
+        ("NAME", "KIND", "LOCK", "MAX-DELIVERY", "TTL", "DEDUP", "GENERATION"),
+        (
+            (
+                q.name,
+                q.config.kind,
+                ms_text(q.config.lock_duration_ms),
+                q.config.max_delivery_count,
+                ms_text(q.config.default_ttl_ms),
+                ms_text(q.config.dedup_window_ms),
+                q.generation or "-",
+            )
+            for q in queues
+        ),
+    )
+    return 0
+
+
+def list_subscriptions(ctx: Context) -> int:
+    subs = list(ctx.client.list_subscriptions())
+    if ctx.out.json:
+        ctx.out.wire(wire.LIST_SUBSCRIPTIONS, wire.ListSubscriptionsResponse(tuple(subs)))
+        return 0
+    if not subs:
+        ctx.out.line("no subscriptions")
+        return 0
+    ctx.out.table(("TOPIC", "NAME", "FILTER"), ((s.topic, s.name, s.expr or "*") for s in subs))
+    return 0
+
+
+def metrics(ctx: Context) -> int:
+    s: Stats = ctx.client.stats(ctx.args.queue)
+    if ctx.out.json:
+        ctx.out.wire(wire.STATS, s)
+        return 0
+    ctx.out.line(
+        f"queue={s.queue} active={s.active} locked={s.locked} deferred={s.deferred} "
+        f"scheduled={s.scheduled} dead_lettered={s.dead_lettered} total={s.total} "
+        f"oldest={s.oldest_message_age_ms}ms"
+    )
+    return 0
+
+
+def status(ctx: Context) -> int:
+    resp: wire.StatusResponse = ctx.client.status()
+    if ctx.out.json:
+        ctx.out.wire(wire.STATUS, resp)
+        return 0
+    mode = f"client of {ctx.target.endpoint}" if ctx.target.remote else "embedded"
+    ctx.out.line(f"mode:           {mode}")
+    for key in ("version", "backend", "location", "schema_version", "ping_ms"):
+        ctx.out.line(f"{key + ':':<15} {getattr(resp, key)}")
+    ctx.out.line(f"{'db_size:':<15} {resp.db_size_bytes} bytes")
+    ctx.out.line(f"{'queues:':<15} {resp.queues}")
+    ctx.out.line(f"{'subscriptions:':<15} {resp.subscriptions}")
+    if ctx.target.remote:
+        ctx.out.line(f"{'uptime:':<15} {resp.uptime_ms}ms")
+        ctx.out.line(f"{'auth:':<15} {'on' if resp.auth else 'off'}")
+    return 0
+
+
+def _props(text: str) -> dict[str, str]:
+    out: dict[str, str] = {}
+    for item in filter(None, (p.strip() for p in text.split(","))):
+        key, sep, value = item.partition("=")
+        if not sep or not key:
+            raise UsageError(f"--prop {item!r} is not k=v")
+        out[key] = value
+    return out
+
+
+def test_filter(ctx: Context) -> int:
+    g = ctx.args
+    body = a.read_body(g.body, g.file, required=False)
+    props = _props(g.prop)
+    sample = None
+    if body is not None or g.subject or g.group or props:
+        sample = OutMessage(body=body or b"", subject=g.subject, group_id=g.group, properties=props)
+    result: FilterTestResult = ctx.client.test_filter(g.expr, sample)
+    if ctx.out.json:
+        ctx.out.wire(wire.TEST_FILTER, result)
+    elif not result.valid:
+        pass
+    elif not result.ran:
+        ctx.out.line("valid")
+    else:
+        ctx.out.line("valid; sample matches" if result.matched else "valid; sample does NOT match")
+    if not result.valid:
+        raise Failure(f"invalid filter: {result.error}")
+    if result.ran and result.error:
+        ctx.out.warn(f"evaluation failed: {result.error}")
+    return 0

@@ -1,0 +1,86 @@
+"""What every command handler receives: parsed flags, the output, and a lazily opened client.
+
+The client is ``mqlite.open_embedded`` (no background loops: one catch-up maintenance pass
+on open) or ``mqlite.connect`` (client mode); both expose the same methods, return types
+and exceptions, so handlers are written once.
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+
+import mqlite
+from mqlite.cli.endpoint import EndpointError, Target, resolve
+from mqlite.cli.output import Output
+
+
+class UsageError(Exception):
+    """A command-line mistake: exit 2."""
+
+
+class Failure(Exception):
+    """A runtime failure outside mqlite's error vocabulary: exit 1."""
+
+
+Client = mqlite.Client  # the shared SDK method set (embedded or HTTP)
+
+
+class Context:
+    def __init__(self, args: argparse.Namespace, stdout_undeliverable: bool = False) -> None:
+        self.args = args
+        self.out = Output(getattr(args, "output", None) or "text")
+        self.stdout_undeliverable = stdout_undeliverable
+        self._client: Client | None = None
+        self._embedded: mqlite.EmbeddedClient | None = None
+        self._target: Target | None = None
+
+    @property
+    def target(self) -> Target:
+        if self._target is None:
+            try:
+                self._target = resolve(
+                    os.environ,
+                    getattr(self.args, "endpoint", None),
+                    getattr(self.args, "token", None),
+                )
+            except EndpointError as exc:
+                raise (UsageError if exc.flag else Failure)(str(exc)) from None
+            if self._target.warning:
+                self.out.warn(self._target.warning)
+        return self._target
+
+    @property
+    def client(self) -> Client:
+        if self._client is None:
+            target = self.target
+            if target.endpoint is not None:
+                self._client = mqlite.connect(target.endpoint, token=target.token)
+            else:
+                self._client = self.embedded
+        return self._client
+
+    @property
+    def embedded(self) -> mqlite.EmbeddedClient:
+        """The local database itself (refused while another process owns it)."""
+        if self._embedded is None:
+            client = mqlite.open_embedded(self.target.dsn, background=False)
+            try:
+                catch_up(client)
+            except BaseException:
+                client.close()
+                raise
+            self._embedded = self._client = client
+        return self._embedded
+
+    def close(self) -> None:
+        client, self._client, self._embedded = self._client, None, None
+        if client is not None:
+            client.close()
+
+
+def catch_up(client: mqlite.EmbeddedClient) -> None:
+    """What the broker's loops would have done since the database was last open."""
+    client.reap_locks()
+    client.activate_scheduled()
+    client.expire_ttl()

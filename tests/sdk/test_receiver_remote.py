@@ -1,0 +1,113 @@
+"""The Receiver over HTTP against a real ``mqlite serve`` subprocess on a loopback port.
+
+Same consumer, the other client: outcomes, auth errors that stop it, and lease renewal
+against the broker's own reaper (real time, kept short: a 1 s lease through a 2.5 s
+handler).
+"""
+
+from __future__ import annotations
+
+import threading
+import time
+import uuid
+from collections.abc import Callable
+from typing import Any
+
+import pytest
+
+import mqlite
+from mqlite import DeadLetter, Message, OutMessage, QueueConfig, Receiver, errors
+
+WAIT = 10.0
+
+# ``broker`` (one ``mqlite serve`` per session) and ``remote`` (a connected client) come
+# from tests/sdk/conftest.py; the broker is shared, so queue names are unique per test.
+
+
+@pytest.fixture
+def client(remote: Any) -> Any:
+    return remote
+
+
+@pytest.fixture
+def queue() -> str:
+    return "rq-" + uuid.uuid4().hex[:12]
+
+
+def wait_until(pred: Callable[[], bool], timeout: float = WAIT) -> None:
+    deadline = time.monotonic() + timeout
+    while not pred():
+        assert time.monotonic() < deadline, "condition never became true"
+        threading.Event().wait(0.02)
+
+
+def test_remote_outcomes_complete_abandon_and_dead_letter(client: Any, queue: str) -> None:
+    client.create_queue(queue, QueueConfig(max_delivery_count=2))
+    client.send(queue, [OutMessage(body=b) for b in (b"ok", b"poison", b"flaky")])
+    seen: list[tuple[bytes, int]] = []
+    lock = threading.Lock()
+
+    def handler(m: Message) -> None:
+        with lock:
+            seen.append((m.body, m.delivery_count))
+        if m.body == b"poison":
+            raise DeadLetter("Poison", "cannot parse")
+        if m.body == b"flaky":
+            raise RuntimeError("always fails")
+
+    r = Receiver(client, queue, handler, concurrency=2, wait_ms=500, on_error=lambda e, m: None)
+    with r:
+        wait_until(lambda: r.stats().completed == 1 and r.stats().abandoned == 2)
+    st = r.stats()
+    assert (st.completed, st.dead_lettered, st.abandoned, st.lock_lost) == (1, 1, 2, 0)
+    dead = {m.body: m for m in client.peek(queue, state="dead_lettered")}
+    assert dead[b"poison"].dead_letter_reason == "Poison"
+    assert dead[b"poison"].dead_letter_description == "cannot parse"
+    assert dead[b"flaky"].dead_letter_reason == "MaxDeliveryCountExceeded"
+    assert sorted(c for b, c in seen if b == b"flaky") == [1, 2]
+    assert client.stats(queue).locked == 0
+
+
+def test_remote_bad_token_stops_the_receiver(broker: Any, client: Any, queue: str) -> None:
+    client.create_queue(queue)
+    bad = mqlite.connect(broker.url, token="mqk_not_a_real_token")
+    try:
+        r = Receiver(bad, queue, lambda m: None, wait_ms=500)
+        with pytest.raises(errors.Unauthenticated):
+            r.run()
+    finally:
+        bad.close()
+
+
+def test_remote_send_only_key_is_permission_denied(broker: Any, client: Any, queue: str) -> None:
+    client.create_queue(queue)
+    _, token = client.create_key(mqlite.generate_key_id(), "sender", ["send"])
+    sender = mqlite.connect(broker.url, token=token)
+    try:
+        sender.send_one(queue, OutMessage(body=b"x"))
+        r = Receiver(sender, queue, lambda m: None, wait_ms=500)
+        with pytest.raises(errors.PermissionDenied):
+            r.run()
+    finally:
+        sender.close()
+    assert client.stats(queue).active == 1
+
+
+def test_remote_auto_renew_outlives_the_lease(client: Any, queue: str) -> None:
+    """Real time: a 1 s lease through a 2.5 s handler; the broker reaps every second."""
+    client.create_queue(queue, QueueConfig(lock_duration_ms=1000))
+    client.send_one(queue, OutMessage(body=b"slow"))
+    deliveries: list[int] = []
+
+    def handler(m: Message) -> None:
+        deliveries.append(m.delivery_count)
+        threading.Event().wait(2.5)
+
+    r = Receiver(client, queue, handler, concurrency=2, wait_ms=500)
+    with r:
+        wait_until(lambda: r.stats().completed == 1, timeout=6)
+    st = r.stats()
+    assert deliveries == [1]
+    assert (st.leases_lost, st.lock_lost, st.renew_errors) == (0, 0, 0)
+    assert st.renewed >= 3
+    assert client.stats(queue).total == 0
