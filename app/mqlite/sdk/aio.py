@@ -26,7 +26,7 @@ from mqlite.sdk.aio_message import AsyncMessage
 from mqlite.sdk.aio_transport import AsyncPool
 from mqlite.sdk.calls import Call
 from mqlite.sdk.endpoint import parse_endpoint, resolve_token
-from mqlite.sdk.http import request_headers
+from mqlite.sdk.http import header_lines, request_head
 from mqlite.sdk.retry import RetryPolicy, refine, unavailable
 from mqlite.sdk.transport import DEFAULT_TIMEOUT_S, POOL_SIZE, ConnectFailed, ExchangeFailed
 from mqlite.types import (
@@ -65,8 +65,7 @@ class AsyncClient:
         self.endpoint = ep
         self.timeout = float(timeout)
         self.retry = retry or RetryPolicy()
-        headers = request_headers(ep, resolve_token(ep, token))
-        self._header_lines = "".join(f"{k}: {v}\r\n" for k, v in headers.items())
+        self._header_lines = header_lines(ep, resolve_token(ep, token))
         self._pool = AsyncPool(ep, maxsize=pool_size, ssl_context=ssl_context)
         self._closed = False
 
@@ -77,9 +76,7 @@ class AsyncClient:
         if self._closed:
             raise errors.Closed("the client is closed")
         path = self.endpoint.base_path + call.route.path
-        head = (
-            f"POST {path} HTTP/1.1\r\n{self._header_lines}Content-Length: {len(call.body)}\r\n\r\n"
-        ).encode("latin-1")
+        head = request_head(path, self._header_lines, call.body)
         timeout = self.timeout + call.wait_ms / 1000.0
         policy = self.retry
         for attempt in range(policy.attempts):

@@ -42,7 +42,8 @@ R = TypeVar("R")
 USER_AGENT = "mqlite-py"
 
 
-def request_headers(endpoint: Endpoint, token: str | None) -> dict[str, str]:
+def header_lines(endpoint: Endpoint, token: str | None) -> str:
+    """The fixed header lines of every request (the token was checked for CR/LF/NUL)."""
     headers = {
         "Host": endpoint.host_header,
         "Content-Type": "application/json",
@@ -51,7 +52,12 @@ def request_headers(endpoint: Endpoint, token: str | None) -> dict[str, str]:
     }
     if token:
         headers["Authorization"] = f"Bearer {token}"
-    return headers
+    return "".join(f"{k}: {v}\r\n" for k, v in headers.items())
+
+
+def request_head(path: str, lines: str, body: bytes) -> bytes:
+    """Request line and headers of one POST, ready to be written with its body."""
+    return f"POST {path} HTTP/1.1\r\n{lines}Content-Length: {len(body)}\r\n\r\n".encode("latin-1")
 
 
 class HttpClient:
@@ -78,7 +84,7 @@ class HttpClient:
         self.endpoint = ep
         self.timeout = float(timeout)
         self.retry = retry or RetryPolicy()
-        self._headers = request_headers(ep, resolve_token(ep, token))
+        self._header_lines = header_lines(ep, resolve_token(ep, token))
         self._pool = Pool(ep, timeout=self.timeout, maxsize=pool_size, ssl_context=ssl_context)
         self._closed = False
 
@@ -96,7 +102,8 @@ class HttpClient:
         for attempt in range(policy.attempts):
             last = attempt == policy.attempts - 1
             try:
-                status, body = self._pool.request(path, call.body, self._headers, timeout)
+                head = request_head(path, self._header_lines, call.body)
+                status, body = self._pool.request(head, call.body, timeout)
             except ConnectFailed as exc:
                 if last:
                     raise unavailable(call.route.name, exc.__cause__ or exc, sent=False) from exc

@@ -7,9 +7,11 @@ other two add (redirects, cookies, content decoding, their own retries) is somet
 client must not do anyway. What they add that matters — pooling, stale-connection checks,
 timeouts — is the few lines below.
 
-Each request borrows one connection (LIFO, so the warmest one), sends headers and body in
-one write, reads the whole answer and returns the connection unless the broker said
-``Connection: close``. An idle connection the broker has closed is detected before reuse
+Each request borrows one connection (LIFO, so the warmest one), sends request line,
+headers and body in ONE write (``HTTPConnection.request`` makes two, which costs the broker
+an extra read and the client an extra syscall),
+parses the answer with ``http.client.HTTPResponse``, and returns the connection unless the
+broker said ``Connection: close``. An idle connection the broker has closed is detected before reuse
 (a non-blocking peek sees EOF) and replaced, so keep-alive expiry never costs a request.
 """
 
@@ -40,7 +42,7 @@ class ExchangeFailed(Exception):
 
 @dataclass(slots=True)
 class _Idle:
-    conn: http.client.HTTPConnection
+    sock: socket.socket
     since: float
 
 
@@ -79,65 +81,67 @@ class Pool:
         self._lock = threading.Lock()
         self._closed = False
 
-    def _new(self) -> http.client.HTTPConnection:
+    def _new(self) -> socket.socket:
         ep = self.endpoint
-        conn: http.client.HTTPConnection
-        if ep.scheme == "https":
-            ctx = self._ssl or ssl.create_default_context()
-            conn = http.client.HTTPSConnection(ep.host, ep.port, timeout=self.timeout, context=ctx)
-        else:
-            conn = http.client.HTTPConnection(ep.host, ep.port, timeout=self.timeout)
         try:
-            conn.connect()
-            if conn.sock is not None:
-                conn.sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
-        except (OSError, http.client.HTTPException) as exc:
-            conn.close()
+            sock = socket.create_connection((ep.host, ep.port), timeout=self.timeout)
+        except OSError as exc:
             raise ConnectFailed(exc) from exc
-        return conn
+        try:
+            sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
+            if ep.scheme == "https":
+                ctx = self._ssl or ssl.create_default_context()
+                sock = ctx.wrap_socket(sock, server_hostname=ep.host)
+        except OSError as exc:
+            sock.close()
+            raise ConnectFailed(exc) from exc
+        return sock
 
-    def _get(self) -> http.client.HTTPConnection:
+    def _get(self) -> socket.socket:
         now = time.monotonic()
         while True:
             with self._lock:
                 idle = self._idle.pop() if self._idle else None
             if idle is None:
                 return self._new()
-            if now - idle.since < IDLE_LIMIT_S and not _dropped(idle.conn.sock):
-                return idle.conn
-            idle.conn.close()
+            if now - idle.since < IDLE_LIMIT_S and not _dropped(idle.sock):
+                return idle.sock
+            idle.sock.close()
 
-    def _put(self, conn: http.client.HTTPConnection) -> None:
+    def _put(self, sock: socket.socket) -> None:
         with self._lock:
             if not self._closed and len(self._idle) < self.maxsize:
-                self._idle.append(_Idle(conn, time.monotonic()))
+                self._idle.append(_Idle(sock, time.monotonic()))
                 return
-        conn.close()
+        sock.close()
 
-    def request(
-        self, path: str, body: bytes, headers: dict[str, str], timeout: float
-    ) -> tuple[int, bytes]:
-        """POST once; (status, body). ``ConnectFailed`` / ``ExchangeFailed`` on failure."""
-        conn = self._get()
+    def request(self, head: bytes, body: bytes, timeout: float) -> tuple[int, bytes]:
+        """POST once (``head`` = request line + headers + blank line); (status, body).
+
+        ``ConnectFailed`` when nothing was sent, ``ExchangeFailed`` after that.
+        """
+        sock = self._get()
         try:
-            sock = conn.sock
-            if sock is not None:
-                sock.settimeout(timeout)
-            conn.request("POST", path, body, headers)
-            resp = conn.getresponse()
-            data = resp.read()
+            sock.settimeout(timeout)
+            sock.sendall(head + body)
+            resp = http.client.HTTPResponse(sock, method="POST")
+            try:
+                resp.begin()
+                data = resp.read()
+            finally:
+                resp.close()
             status = resp.status
             will_close = resp.will_close
         except (OSError, http.client.HTTPException) as exc:
-            conn.close()
+            sock.close()
             raise ExchangeFailed(exc) from exc
         except BaseException:
-            conn.close()  # e.g. KeyboardInterrupt mid-exchange: the stream is unusable
+            sock.close()  # e.g. KeyboardInterrupt mid-exchange: the stream is unusable
             raise
         if will_close:
-            conn.close()
+            sock.close()
         else:
-            self._put(conn)
+            self._put(sock)
         return status, data
 
     def close(self) -> None:
@@ -145,4 +149,4 @@ class Pool:
             self._closed = True
             idle, self._idle = self._idle, []
         for item in idle:
-            item.conn.close()
+            item.sock.close()
