@@ -87,15 +87,29 @@ def test_decoded_messages_carry_the_view_fields() -> None:
     assert peeked == dataclasses.replace(FULL_MESSAGE, queue="", lock_token="")
 
 
-def test_list_queues_carries_four_config_fields_and_generation() -> None:
+def test_list_queues_carries_the_whole_config_and_generation() -> None:
     decoded = wire.decode_response(
         wire.LIST_QUEUES,
         wire.encode_response(wire.LIST_QUEUES, wire.ListQueuesResponse((QUEUE_INFO,))),
     )
     assert decoded.queues == (QUEUE_INFO,)
-    rich = QueueInfo("q", QueueConfig(ordering_mode="strict_fifo", dlq_max_count=3), "g", 1, 2)
+    rich = QueueInfo(
+        "q",
+        QueueConfig(
+            ordering_mode="strict_fifo",
+            dead_letter_on_expire=False,
+            dlq_max_age_ms=5,
+            dlq_max_count=3,
+            dlq_max_bytes=-1,
+        ),
+        "g",
+        1,
+        2,
+    )
     body = wire.encode_response(wire.LIST_QUEUES, wire.ListQueuesResponse((rich,)))
-    assert "ordering_mode" not in body.decode() and "dlq_max_count" not in body.decode()
+    (got,) = wire.decode_response(wire.LIST_QUEUES, body).queues
+    assert got.config == rich.config  # the times are not on the wire
+    assert (got.created_at_ms, got.updated_at_ms) == (0, 0)
 
 
 # -- lenient decoding (an old SDK talking to a newer broker, or the reverse) -------------

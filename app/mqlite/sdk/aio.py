@@ -104,7 +104,7 @@ class AsyncClient:
 
     async def create_queue(self, name: str, config: QueueConfig | None = None) -> QueueInfo:
         await self._do(calls.create_queue(name, config))
-        return calls.merge_created(calls.find_queue(await self.list_queues(), name), config)
+        return calls.find_queue(await self.list_queues(), name)
 
     async def list_queues(self) -> list[QueueInfo]:
         return await self._do(calls.list_queues())

@@ -31,7 +31,6 @@ from mqlite.types import (
     BatchResult,
     FilterTestResult,
     Message,
-    OrderingMode,
     OutMessage,
     QueueConfig,
     QueueInfo,
@@ -98,22 +97,6 @@ def find_queue(queues: Sequence[QueueInfo], name: str) -> QueueInfo:
         if q.name == name:
             return q
     raise errors.QueueNotFound(f"queue {name!r} not found")
-
-
-def merge_created(listed: QueueInfo, config: QueueConfig | None) -> QueueInfo:
-    """CreateQueue answers ``{}``; ListQueues reports part of the config. The rest is what
-    the caller set (the broker stores it verbatim), so the result matches the embedded one
-    except for the creation/update times the wire does not carry."""
-    c = config or QueueConfig()
-    full = dataclasses.replace(
-        listed.config,
-        dead_letter_on_expire=c.dead_letter_on_expire,
-        ordering_mode=c.ordering_mode or OrderingMode.STANDARD,
-        dlq_max_age_ms=c.dlq_max_age_ms,
-        dlq_max_count=c.dlq_max_count,
-        dlq_max_bytes=c.dlq_max_bytes,
-    )
-    return dataclasses.replace(listed, config=full)
 
 
 def delete_queue(name: str, generation: str) -> Call[wire.DeleteQueueResponse, None]:

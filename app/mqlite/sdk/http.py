@@ -127,7 +127,7 @@ class HttpClient:
         """Create or reconfigure; then one ListQueues for the generation (CreateQueue
         answers ``{}``)."""
         self._do(calls.create_queue(name, config))
-        return calls.merge_created(calls.find_queue(self.list_queues(), name), config)
+        return calls.find_queue(self.list_queues(), name)
 
     def list_queues(self) -> list[QueueInfo]:
         return self._do(calls.list_queues())

@@ -7,10 +7,8 @@ asyncio client (``mqlite.aio``) has these methods as coroutines.
 
 Known, documented differences (the wire carries less than the process):
 
-- ``list_queues()`` over HTTP reports the fields ListQueues carries (kind, lock duration,
-  max delivery count, default TTL, dedup window, generation); the other config fields
-  take their defaults and ``created_at_ms``/``updated_at_ms`` are 0. ``create_queue``
-  fills the remaining config fields from the config it sent.
+- ``list_queues()`` over HTTP reports the whole config and the generation, but
+  ``created_at_ms``/``updated_at_ms`` are 0 (the wire does not carry them).
 - ``status()`` is the same ``StatusResponse``; ``auth`` is False and ``version`` is the
   library's in embedded mode.
 """

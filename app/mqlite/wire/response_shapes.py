@@ -88,6 +88,9 @@ EMPTY = Shape("Empty", (), EmptyResponse)
 DELETE_QUEUE = Shape("DeleteQueueResponse", (_out("deleted", _B),), DeleteQueueResponse)
 
 _QUEUE_CONFIG_KEYS = ("kind", "lock_duration_ms", "max_delivery_count", "default_ttl_ms")
+# Additive to the original's six ListQueues fields, so a remote list_queues() reports the
+# whole config instead of defaults it cannot know.
+_EXTRA_CONFIG_KEYS = ("ordering_mode", "dlq_max_age_ms", "dlq_max_count", "dlq_max_bytes")
 
 
 def _build_queue_info(name: str, generation: str = "", **config: Any) -> QueueInfo:
@@ -97,8 +100,9 @@ def _build_queue_info(name: str, generation: str = "", **config: Any) -> QueueIn
 def _flatten_queue_info(q: QueueInfo) -> dict[str, Any]:
     c = q.config
     out: dict[str, Any] = {"name": q.name, "generation": q.generation}
-    for key in (*_QUEUE_CONFIG_KEYS, "dedup_window_ms"):
+    for key in (*_QUEUE_CONFIG_KEYS, "dedup_window_ms", *_EXTRA_CONFIG_KEYS):
         out[key] = getattr(c, key)
+    out["dead_letter_on_expire"] = c.dead_letter_on_expire
     return out
 
 
@@ -109,6 +113,10 @@ QUEUE_INFO = Shape(
         *(_out(key, _S if key == "kind" else _I) for key in _QUEUE_CONFIG_KEYS),
         _out("dedup_window_ms", _I),
         _opt("generation", _S, "opaque identity; pass it to DeleteQueue"),
+        Field("ordering_mode", _S, default="standard", doc="omitted while standard"),
+        # Omitted while true (the default), so an old broker's answer decodes correctly.
+        Field("dead_letter_on_expire", _B, default=True),
+        *(_opt(key, _I) for key in _EXTRA_CONFIG_KEYS[1:]),
     ),
     _build_queue_info,
     _flatten_queue_info,
