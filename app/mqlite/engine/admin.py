@@ -19,6 +19,8 @@ from mqlite.engine.store import SCHEMA_VERSION
 from mqlite.engine.validate import check_int
 from mqlite.types import Message, Stats
 
+VACUUM_SQL = "VACUUM"
+
 STATUS_COUNTS_SQL = """
 SELECT (SELECT count(*) FROM queues WHERE kind = 'queue'), (SELECT count(*) FROM subscriptions)
 """
@@ -178,6 +180,16 @@ class AdminOps(EngineCore):
             return 0
         with self.store.connection() as conn:
             return maintenance.reclaim_free_pages(conn, force=force)
+
+    def vacuum_full(self) -> None:
+        """Rebuild the whole file (``VACUUM``): returns every free page, needs free disk
+        space the size of the database, and holds the writer for the duration."""
+        if self.store.location.is_memory:
+            return
+        with self.store.connection() as conn:
+            conn.execute(maintenance.WAL_CHECKPOINT_TRUNCATE_SQL).fetchall()
+            conn.execute(VACUUM_SQL)
+            conn.execute(maintenance.WAL_CHECKPOINT_TRUNCATE_SQL).fetchall()
 
     def run_maintenance_once(self) -> MaintenanceReport:
         """Every pass once, in the spec's order, at the clock's current time."""

@@ -12,12 +12,15 @@ from typing import TYPE_CHECKING
 from mqlite import defaults
 from mqlite.clock import Clock
 from mqlite.config import sync_from_env
-from mqlite.engine import DLQBounds, Engine
+from mqlite.engine import SCHEMA_VERSION, DLQBounds, Engine
 from mqlite.scheduling import MaintenanceScheduler
 from mqlite.wire import StatusResponse
 
 if TYPE_CHECKING:
     from mqlite.sdk.protocol import Client
+
+
+__all__ = ["SCHEMA_VERSION", "EmbeddedClient", "open_embedded"]
 
 
 class EmbeddedClient(Engine):

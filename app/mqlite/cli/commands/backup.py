@@ -27,8 +27,8 @@ from mqlite.cli.args import output_flag
 from mqlite.cli.commands.local import local_path
 from mqlite.cli.context import Context, Failure
 from mqlite.cli.output import Progress
+from mqlite.sdk.embedded import SCHEMA_VERSION  # the schema token this binary reads
 
-SCHEMA_VERSION = "5"  # the token this binary reads (engine/schema.sql)
 BUSY_TIMEOUT_MS = 10_000
 
 

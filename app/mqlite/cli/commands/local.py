@@ -47,10 +47,7 @@ def vacuum(ctx: Context) -> int:
     client = ctx.embedded  # takes the single-writer lock: refused while a broker runs
     before = files_size(path)
     if ctx.args.full:
-        with client.store.connection() as conn:
-            conn.execute("PRAGMA wal_checkpoint(TRUNCATE)").fetchall()
-            conn.execute("VACUUM")
-            conn.execute("PRAGMA wal_checkpoint(TRUNCATE)").fetchall()
+        client.vacuum_full()
         pages = -1
     else:
         pages = int(client.reclaim_free_pages(force=True))
