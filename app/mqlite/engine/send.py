@@ -8,6 +8,7 @@ transaction rolls back), so a batch never half-commits.
 
 from __future__ import annotations
 
+import dataclasses
 import sqlite3
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
@@ -26,6 +27,8 @@ INSERT INTO messages (queue, state, visible_at, enqueued_at, expires_at, message
                       correlation_id, reply_to, group_id, content_type, subject, properties, body)
 VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
 """
+
+LAST_ROWID_SQL = "SELECT last_insert_rowid()"
 
 # Only a never-delivered scheduled row is cancellable: a backoff-parked redelivery
 # (delivery_count >= 1) must come back, not vanish.
@@ -51,41 +54,43 @@ class SendResult:
 
 
 def validate_messages(messages: object, max_message_bytes: int) -> list[OutMessage]:
-    """Check every message before anything is written (a bad one fails the whole call)."""
+    """Check every message before anything is written (a bad one fails the whole call).
+
+    The common case (bytes body, str fields, no or str->str properties) passes through
+    untouched; only a bytearray/memoryview body or ``properties=None`` is normalised.
+    """
     if isinstance(messages, OutMessage) or not isinstance(messages, Sequence):
         raise errors.InvalidArgument("messages must be a list of OutMessage")
     out: list[OutMessage] = []
     for i, m in enumerate(messages):
-        if not isinstance(m, OutMessage):
+        if type(m) is not OutMessage:
             raise errors.InvalidArgument(f"messages[{i}] must be an OutMessage")
         body = m.body
-        if not isinstance(body, bytes | bytearray | memoryview):
+        if type(body) is not bytes and not isinstance(body, bytes | bytearray | memoryview):
             raise errors.InvalidArgument(f"messages[{i}].body must be bytes")
         if len(body) > max_message_bytes:
             raise errors.MessageTooLarge(
                 f"messages[{i}].body is {len(body)} bytes, over the {max_message_bytes}-byte cap"
             )
-        for name in _STRING_FIELDS:
-            if type(getattr(m, name)) is not str:
-                raise errors.InvalidArgument(f"messages[{i}].{name} must be a string")
+        if not (
+            type(m.message_id) is str
+            and type(m.group_id) is str
+            and type(m.subject) is str
+            and type(m.correlation_id) is str
+            and type(m.reply_to) is str
+            and type(m.content_type) is str
+        ):
+            bad = next(f for f in _STRING_FIELDS if type(getattr(m, f)) is not str)
+            raise errors.InvalidArgument(f"messages[{i}].{bad} must be a string")
         props = m.properties
         if props is None:
             props = {}
-        if not isinstance(props, dict) or not all(
-            isinstance(k, str) and isinstance(v, str) for k, v in props.items()
+        elif type(props) is not dict or (
+            props and not all(type(k) is str and type(v) is str for k, v in props.items())
         ):
             raise errors.InvalidArgument(f"messages[{i}].properties must map strings to strings")
-        if not isinstance(body, bytes) or props is not m.properties:
-            m = OutMessage(
-                body=bytes(body),
-                message_id=m.message_id,
-                group_id=m.group_id,
-                subject=m.subject,
-                correlation_id=m.correlation_id,
-                reply_to=m.reply_to,
-                content_type=m.content_type,
-                properties=props,
-            )
+        if type(body) is not bytes or props is not m.properties:
+            m = dataclasses.replace(m, body=bytes(body), properties=props)
         out.append(m)
     return out
 
@@ -117,6 +122,11 @@ def insert(
     """
     scheduled = visible_at_ms > now_ms
     state = "scheduled" if scheduled else "active"
+    if len(messages) > 1 and len(routes) == 1:
+        route = routes[0]
+        if route.accepts is None and route.queue.config.dedup_window_ms <= 0:
+            batch = _insert_many(conn, now_ms, route.queue, messages, visible_at_ms, ttl_ms, state)
+            return SendResult(batch, set() if scheduled else {route.queue.name})
     notify: set[str] = set()
     seqs: list[int] = []
     execute = conn.execute
@@ -179,6 +189,54 @@ def insert(
             )
         seqs.append(final_seq)
     return SendResult(seqs, notify)
+
+
+def _insert_many(
+    conn: sqlite3.Connection,
+    now_ms: int,
+    queue: QueueInfo,
+    messages: Sequence[OutMessage],
+    visible_at_ms: int,
+    ttl_ms: int | None,
+    state: str,
+) -> list[int]:
+    """A batch to one plain queue without dedup: one ``executemany``.
+
+    AUTOINCREMENT gives consecutive ids to consecutive inserts of the one writer, so the
+    batch's seqs are the ``len(messages)`` ids ending at ``last_insert_rowid()``.
+    """
+    if queue.config.ordering_mode == OrderingMode.GROUP_FIFO and not all(
+        m.group_id for m in messages
+    ):
+        raise errors.GroupRequired(
+            f"queue {queue.name!r} is group_fifo: every message needs a group_id"
+        )
+    ttl = effective_ttl_ms(ttl_ms, queue.config.default_ttl_ms)
+    expires = visible_at_ms + ttl if ttl > 0 else 0
+    name = queue.name
+    conn.executemany(
+        INSERT_MESSAGE_SQL,
+        [
+            (
+                name,
+                state,
+                visible_at_ms,
+                now_ms,
+                expires,
+                m.message_id or None,
+                m.correlation_id or None,
+                m.reply_to or None,
+                m.group_id or None,
+                m.content_type or None,
+                m.subject or None,
+                encode_properties(m.properties),
+                m.body,
+            )
+            for m in messages
+        ],
+    )
+    last = int(conn.execute(LAST_ROWID_SQL).fetchone()[0])
+    return list(range(last - len(messages) + 1, last + 1))
 
 
 def filter_input(m: OutMessage, enqueued_at_ms: int, visible_at_ms: int) -> FilterInput:

@@ -176,52 +176,15 @@ class Store:
 
     # -- the one writer ------------------------------------------------------------------
 
-    @contextmanager
-    def transaction(self) -> Iterator[sqlite3.Connection]:
-        """Run a block atomically on the one connection.
+    def transaction(self) -> _Transaction:
+        """Run a block atomically on the one connection: ``with store.transaction() as conn``.
 
         The outermost block is ``BEGIN IMMEDIATE`` ... ``COMMIT`` (rollback on any
         exception); a block nested in it on the same thread (an mqlite verb inside the
         caller's ``tx()``) is a SAVEPOINT, so a failing verb undoes only its own writes.
         Callbacks registered with ``after_commit`` run once the outermost block commits.
         """
-        with self._lock:
-            if self._closed:
-                raise errors.Closed()
-            state = self._tx
-            conn = self.conn
-            if state.depth == 0:
-                conn.execute("BEGIN IMMEDIATE")
-            else:
-                conn.execute(f"SAVEPOINT sp{state.depth}")
-            state.depth += 1
-            mark = len(state.after_commit)
-            try:
-                yield conn
-            except BaseException:
-                state.depth -= 1
-                if state.depth == 0:
-                    conn.execute("ROLLBACK")
-                    state.after_commit.clear()
-                else:
-                    conn.execute(f"ROLLBACK TO sp{state.depth}")
-                    conn.execute(f"RELEASE sp{state.depth}")
-                    del state.after_commit[mark:]  # the rolled-back block's wake-ups
-                raise
-            state.depth -= 1
-            if state.depth > 0:
-                conn.execute(f"RELEASE sp{state.depth}")
-                return
-            try:
-                conn.execute("COMMIT")
-            except BaseException:
-                if conn.in_transaction:
-                    conn.execute("ROLLBACK")
-                state.after_commit.clear()
-                raise
-            callbacks, state.after_commit = state.after_commit, []
-        for callback in callbacks:
-            callback()
+        return _Transaction(self)
 
     def after_commit(self, callback: Callable[[], None]) -> None:
         """Run ``callback`` after the current outermost transaction commits (never on rollback)."""
@@ -273,6 +236,67 @@ class Store:
             with suppress(OSError):
                 total += os.path.getsize(self.location.path + suffix)
         return total
+
+
+class _Transaction:
+    """The context manager behind ``Store.transaction`` (a class, not a generator: it is
+    on every call's path, and this saves a few microseconds per send)."""
+
+    __slots__ = ("_mark", "_store")
+
+    def __init__(self, store: Store) -> None:
+        self._store = store
+        self._mark = 0
+
+    def __enter__(self) -> sqlite3.Connection:
+        store = self._store
+        store._lock.acquire()
+        try:
+            if store._closed:
+                raise errors.Closed()
+            state = store._tx
+            if state.depth == 0:
+                store.conn.execute("BEGIN IMMEDIATE")
+            else:
+                store.conn.execute(f"SAVEPOINT sp{state.depth}")
+            state.depth += 1
+            self._mark = len(state.after_commit)
+        except BaseException:
+            store._lock.release()
+            raise
+        return store.conn
+
+    def __exit__(self, exc_type: object, exc: object, tb: object) -> None:
+        store = self._store
+        state = store._tx
+        conn = store.conn
+        callbacks: list[Callable[[], None]] = []
+        try:
+            state.depth -= 1
+            if exc_type is not None:
+                if state.depth == 0:
+                    conn.execute("ROLLBACK")
+                    state.after_commit.clear()
+                else:
+                    conn.execute(f"ROLLBACK TO sp{state.depth}")
+                    conn.execute(f"RELEASE sp{state.depth}")
+                    del state.after_commit[self._mark :]  # the rolled-back block's wake-ups
+                return
+            if state.depth > 0:
+                conn.execute(f"RELEASE sp{state.depth}")
+                return
+            try:
+                conn.execute("COMMIT")
+            except BaseException:
+                if conn.in_transaction:
+                    conn.execute("ROLLBACK")
+                state.after_commit.clear()
+                raise
+            callbacks, state.after_commit = state.after_commit, []
+        finally:
+            store._lock.release()
+        for callback in callbacks:
+            callback()
 
 
 def check_lock_free(dsn: str) -> None:
