@@ -87,7 +87,8 @@ class RpcDispatcher:
         broker = self.broker
         authenticator = broker.authenticator
         auth_enabled = broker.settings.auth
-        observe = broker.metrics.rpc_observer(route.name)
+        # Latency is recorded only when /metrics is on: nobody could read it otherwise.
+        observe = broker.metrics.rpc_observer(route.name) if broker.settings.metrics else None
         cap = defaults.MAX_REQUEST_BYTES
         extra_headers = cors_headers(broker.settings.cors)
 
@@ -116,7 +117,8 @@ class RpcDispatcher:
                 log.exception("unexpected error in %s", route.name)
                 fields["code"] = "internal"
                 status, body = 500, wire.error_body(errors.Internal("internal error"))
-            observe(time.perf_counter() - started)
+            if observe is not None:
+                observe(time.perf_counter() - started)
             try:
                 await respond(send, status, body, headers)
             finally:
