@@ -25,8 +25,7 @@ from mqlite.sdk import calls
 from mqlite.sdk.aio_message import AsyncMessage
 from mqlite.sdk.aio_transport import AsyncPool
 from mqlite.sdk.calls import Call
-from mqlite.sdk.endpoint import parse_endpoint, resolve_token
-from mqlite.sdk.http import header_lines, request_head
+from mqlite.sdk.http import RemoteSettings, request_head
 from mqlite.sdk.retry import RetryPolicy, refine, unavailable
 from mqlite.sdk.transport import DEFAULT_TIMEOUT_S, POOL_SIZE, ConnectFailed, ExchangeFailed
 from mqlite.types import (
@@ -46,7 +45,7 @@ __all__ = ["AsyncClient", "AsyncMessage", "connect"]
 R = TypeVar("R")
 
 
-class AsyncClient:
+class AsyncClient(RemoteSettings):
     """An asyncio client of one broker (see the module docstring)."""
 
     def __init__(
@@ -59,13 +58,7 @@ class AsyncClient:
         pool_size: int = POOL_SIZE,
         ssl_context: ssl.SSLContext | None = None,
     ) -> None:
-        ep = parse_endpoint(endpoint)
-        if not isinstance(timeout, int | float) or timeout <= 0:
-            raise errors.InvalidArgument("timeout must be a positive number of seconds")
-        self.endpoint = ep
-        self.timeout = float(timeout)
-        self.retry = retry or RetryPolicy()
-        self._header_lines = header_lines(ep, resolve_token(ep, token))
+        ep = self._setup(endpoint, token, timeout, retry)
         self._pool = AsyncPool(ep, maxsize=pool_size, ssl_context=ssl_context)
         self._closed = False
 

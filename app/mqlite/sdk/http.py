@@ -60,7 +60,29 @@ def request_head(path: str, lines: str, body: bytes) -> bytes:
     return f"POST {path} HTTP/1.1\r\n{lines}Content-Length: {len(body)}\r\n\r\n".encode("latin-1")
 
 
-class HttpClient:
+class RemoteSettings:
+    """What both remote clients (sync and asyncio) hold: endpoint, timeout, retry policy
+    and the fixed header lines of every request."""
+
+    endpoint: Endpoint
+    timeout: float
+    retry: RetryPolicy
+    _header_lines: str
+
+    def _setup(
+        self, endpoint: str, token: str | None, timeout: float, retry: RetryPolicy | None
+    ) -> Endpoint:
+        ep = parse_endpoint(endpoint)
+        if not isinstance(timeout, int | float) or timeout <= 0:
+            raise errors.InvalidArgument("timeout must be a positive number of seconds")
+        self.endpoint = ep
+        self.timeout = float(timeout)
+        self.retry = retry or RetryPolicy()
+        self._header_lines = header_lines(ep, resolve_token(ep, token))
+        return ep
+
+
+class HttpClient(RemoteSettings):
     """A thread-safe client of one broker over keep-alive HTTP/1.1 connections.
 
     ``timeout`` (seconds) bounds connecting and each request; a long-poll ``receive``
@@ -78,13 +100,7 @@ class HttpClient:
         pool_size: int = POOL_SIZE,
         ssl_context: ssl.SSLContext | None = None,
     ) -> None:
-        ep = parse_endpoint(endpoint)
-        if not isinstance(timeout, int | float) or timeout <= 0:
-            raise errors.InvalidArgument("timeout must be a positive number of seconds")
-        self.endpoint = ep
-        self.timeout = float(timeout)
-        self.retry = retry or RetryPolicy()
-        self._header_lines = header_lines(ep, resolve_token(ep, token))
+        ep = self._setup(endpoint, token, timeout, retry)
         self._pool = Pool(ep, timeout=self.timeout, maxsize=pool_size, ssl_context=ssl_context)
         self._closed = False
 

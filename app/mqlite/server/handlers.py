@@ -106,11 +106,19 @@ async def _watch_disconnect(receive: Receive, disconnected: asyncio.Event) -> No
             return
 
 
-@rpc("QueueService/Complete")
-async def complete(ctx: Context, req: w.SettleRequest) -> Any:
-    ctx.log.update(queue=req.queue, seq=req.seq_number)
-    await ctx.call(ctx.engine.complete, req.queue, req.seq_number, req.lock_token)
-    return w.OkResponse()
+def _plain_settle(verb: str) -> Handler:
+    """Complete, Defer and Renew take exactly (queue, seq_number, lock_token)."""
+
+    async def handler(ctx: Context, req: w.SettleRequest) -> Any:
+        ctx.log.update(queue=req.queue, seq=req.seq_number)
+        await ctx.call(getattr(ctx.engine, verb), req.queue, req.seq_number, req.lock_token)
+        return w.OkResponse()
+
+    return handler
+
+
+for _verb in ("Complete", "Defer", "Renew"):
+    rpc(f"QueueService/{_verb}")(_plain_settle(_verb.lower()))
 
 
 @rpc("QueueService/Abandon")
@@ -131,20 +139,6 @@ async def reject(ctx: Context, req: w.SettleRequest) -> Any:
         req.dead_letter_reason,
         req.dead_letter_description,
     )
-    return w.OkResponse()
-
-
-@rpc("QueueService/Defer")
-async def defer(ctx: Context, req: w.SettleRequest) -> Any:
-    ctx.log.update(queue=req.queue, seq=req.seq_number)
-    await ctx.call(ctx.engine.defer, req.queue, req.seq_number, req.lock_token)
-    return w.OkResponse()
-
-
-@rpc("QueueService/Renew")
-async def renew(ctx: Context, req: w.SettleRequest) -> Any:
-    ctx.log.update(queue=req.queue, seq=req.seq_number)
-    await ctx.call(ctx.engine.renew, req.queue, req.seq_number, req.lock_token)
     return w.OkResponse()
 
 
