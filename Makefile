@@ -25,8 +25,8 @@ test: $(STAMP)
 	$(PY) -m pytest -q -p no:cacheprovider
 
 lint: $(STAMP)
-	$(VENV)/bin/ruff format --check app tests
-	$(VENV)/bin/ruff check app tests
+	$(VENV)/bin/ruff format --no-cache --check app tests
+	$(VENV)/bin/ruff check --no-cache app tests
 	$(VENV)/bin/mypy
 	$(VENV)/bin/lint-imports
 

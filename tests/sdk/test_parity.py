@@ -6,10 +6,10 @@ from __future__ import annotations
 import inspect
 from typing import Any
 
-import mqlite.aio
 import pytest
 
 import mqlite
+import mqlite.aio
 from mqlite import OutMessage, QueueConfig, errors
 from mqlite.sdk.aio import AsyncClient
 from mqlite.sdk.protocol import Client

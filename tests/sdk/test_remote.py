@@ -8,11 +8,11 @@ import threading
 import time
 from collections.abc import Callable
 
-import mqlite.aio
 import pytest
 from sdk_support import Broker
 
 import mqlite
+import mqlite.aio
 from mqlite import OutMessage, errors
 
 Names = Callable[..., str]

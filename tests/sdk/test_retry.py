@@ -7,12 +7,12 @@ import asyncio
 from pathlib import Path
 from typing import Any
 
-import mqlite.aio
 import pytest
 from fake_server import FakeServer
 from sdk_support import free_port, start_broker
 
 import mqlite
+import mqlite.aio
 from mqlite import OutMessage, RetryPolicy, errors
 
 FAST = RetryPolicy(attempts=3, base_ms=1, max_backoff_ms=5)
