@@ -37,6 +37,15 @@ def register(sub: Any, common: argparse.ArgumentParser) -> None:
         p.set_defaults(handler=settle, verb=verb)
 
 
+PAST = {
+    "complete": "completed",
+    "abandon": "abandoned",
+    "reject": "rejected",
+    "defer": "deferred",
+    "renew": "renewed",
+}
+
+
 def settle(ctx: Context) -> int:
     g = ctx.args
     c = ctx.client
@@ -54,8 +63,7 @@ def settle(ctx: Context) -> int:
     if ctx.out.json:
         ctx.out.wire(wire.COMPLETE, wire.OkResponse())
         return 0
-    past = {"complete": "completed", "abandon": "abandoned", "reject": "rejected"}
-    text = f"{past.get(g.verb, g.verb + 'ed')} {g.queue} seq={g.seq}"
+    text = f"{PAST[g.verb]} {g.queue} seq={g.seq}"
     if isinstance(until, int) and until > 0:
         text += f" locked-until={when_text(until)}"
     ctx.out.line(text)
