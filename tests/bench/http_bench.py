@@ -640,7 +640,13 @@ def cpu_row(fig: Figure, unit: str) -> str:
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description="HTTP benchmark of mqlite serve")
     parser.add_argument("--client", choices=("auto", "wrk", "python"), default="auto")
-    parser.add_argument("-c", "--connections", type=int, default=8, help="keep-alive conns")
+    parser.add_argument(
+        "-c",
+        "--connections",
+        type=int,
+        default=32,
+        help="keep-alive conns (a broker serves many clients; see docs/benchmarks.md for a sweep)",
+    )
     parser.add_argument("--duration", type=float, default=4.0, help="seconds per figure")
     parser.add_argument("--warmup", type=float, default=2.0, help="seconds before each figure")
     parser.add_argument("--rounds", type=int, default=3, help="interleaved rounds; best kept")
