@@ -8,7 +8,8 @@ Everything expensive happens on a log thread, not on the event loop: an access l
 queued as a bare (level, route, fields) tuple and becomes a LogRecord, is formatted by
 python-json-logger and written there (building the record on the loop -- findCaller,
 thread and process lookups -- cost a third of a Send's loop time). Its ``time`` is
-therefore when the line was formatted, typically well under a millisecond later.
+therefore when the line was formatted, at most ~50 ms after the request ended
+(``duration_ms`` is exact).
 """
 
 from __future__ import annotations
