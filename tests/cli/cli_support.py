@@ -141,6 +141,3 @@ def stop_broker(broker: Broker) -> None:
             os.killpg(broker.proc.pid, signal.SIGKILL)
             broker.proc.wait(timeout=5)
 
-
-def client_mode_available() -> bool:
-    return hasattr(mqlite, "connect")

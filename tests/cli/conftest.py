@@ -12,7 +12,6 @@ from cli_support import (
     Broker,
     Cli,
     base_env,
-    client_mode_available,
     start_broker,
     stop_broker,
 )
@@ -20,8 +19,6 @@ from cli_support import (
 
 @pytest.fixture(scope="session")
 def broker(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Broker]:
-    if not client_mode_available():
-        pytest.skip("mqlite.connect (the HTTP SDK) is not available yet")
     b = start_broker(tmp_path_factory.mktemp("broker"))
     try:
         yield b

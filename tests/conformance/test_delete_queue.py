@@ -165,8 +165,6 @@ def test_delete_queue_removes_receive_attempt_records(mq, make_queue):
 
 
 def test_delete_queue_subscription_backing_queue_is_invalid_argument(mq):
-    if not hasattr(mq, "subscribe"):
-        pytest.skip("topics/subscriptions are a later issue")
     mq.subscribe("topic", "sub")
     assert "sub" in _names(mq)
     with pytest.raises(errors.InvalidArgument) as exc:

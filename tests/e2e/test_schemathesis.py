@@ -15,7 +15,6 @@ import sys
 from pathlib import Path
 
 import httpx
-import pytest
 from e2e_support import Broker, BrokerFactory
 
 CHECKS = (
@@ -48,7 +47,6 @@ def _failures(output: str) -> str:
 
 
 def test_schemathesis_against_live_broker(broker_factory: BrokerFactory, tmp_path: Path) -> None:
-    pytest.importorskip("schemathesis")
     b = broker_factory()
     _seed_state(b)
     cmd = [

@@ -30,7 +30,7 @@ from mqlite import (
     errors,
 )
 from mqlite.clock import SYSTEM_CLOCK, FakeClock
-from mqlite.sdk.receiver import RENEW_FLOOR_MS, renewal_delay_ms
+from mqlite.sdk.consumer import RENEW_FLOOR_MS, renewal_delay_ms
 
 WAIT = 10.0  # generous upper bound for any event in these tests (they finish far sooner)
 

@@ -32,215 +32,43 @@ condition variable; nothing is global.
 from __future__ import annotations
 
 import contextlib
-import logging
-import math
 import queue as queue_mod
-import random
 import secrets
 import threading
-from collections.abc import Callable, Sequence
-from dataclasses import dataclass, fields
+from dataclasses import fields
 from types import TracebackType
-from typing import Protocol, cast
 
 from mqlite import defaults, errors
-from mqlite.clock import SYSTEM_CLOCK, Clock
-from mqlite.types import BatchResult, Message, ReceiveMode
-
-log = logging.getLogger("mqlite.receiver")
-
-# Errors no retry can fix: the receiver stops and surfaces them from run()/stop().
-FATAL_ERRORS: tuple[type[errors.MQLiteError], ...] = (
-    errors.Unauthenticated,
-    errors.PermissionDenied,
-    errors.Closed,
+from mqlite.clock import Clock
+from mqlite.sdk.consumer import (
+    EMPTY_POLL_FLOOR_MS,
+    FATAL_ERRORS,
+    RETRY_FLOOR_MS,
+    Backoff,
+    DeadLetter,
+    ErrorCallback,
+    Handler,
+    Lease,
+    ReceiverClient,
+    ReceiverStats,
+    client_clock,
+    log,
+    renewal_delay_ms,
 )
+from mqlite.sdk.handling import MessageHandling
+from mqlite.types import Message, ReceiveMode
 
-RENEW_FLOOR_MS = 50.0
-"""Renewal interval floor (§9), applied only while it stays below half the remaining lease."""
-
-RENEW_UNKNOWN_DEADLINE_MS = 1000.0
-"""Renewal cadence when no in-flight message has a known deadline (§9: 1 s retry)."""
-
-EMPTY_POLL_FLOOR_MS = 50.0
-"""An empty receive is followed by at least this pause (never a busy loop on wait_ms=0)."""
-
-RETRY_FLOOR_MS = 50.0
-"""Minimum pause before retrying a failed receive or renewal (full jitter can draw 0)."""
-
-
-class DeadLetter(Exception):
-    """Raise from a handler to dead-letter the message (``reject``) instead of retrying it.
-
-    Use it for poison messages that no redelivery will fix (bad schema, unknown type): an
-    ordinary exception abandons the message, which redelivers it until the queue's
-    ``max_delivery_count`` dead-letters it anyway, burning those deliveries first.
-    """
-
-    def __init__(self, reason: str, description: str = "") -> None:
-        if not isinstance(reason, str) or not isinstance(description, str):
-            raise TypeError("DeadLetter reason and description must be strings")
-        super().__init__(f"{reason}: {description}" if description else reason)
-        self.reason = reason
-        self.description = description
+__all__ = [
+    "Backoff",
+    "DeadLetter",
+    "Receiver",
+    "ReceiverClient",
+    "ReceiverStats",
+    "renewal_delay_ms",
+]
 
 
-class Backoff:
-    """Exponential backoff with FULL jitter, capped (the AWS "full jitter" policy).
-
-    ``delay_ms(n)`` for the n-th delivery (``Message.delivery_count``, 1-based) draws
-    uniformly from ``[0, min(cap_ms, base_ms * multiplier ** (n - 1))]`` with
-    ``rng.randint``. Full jitter rather than a fixed exponential spreads the retries of many
-    messages that failed together (a downstream outage) instead of re-synchronising them
-    into waves; the cap bounds the worst wait. Pass a seeded ``random.Random`` for a
-    deterministic sequence (tests); each Backoff otherwise owns a private generator.
-    """
-
-    __slots__ = ("_lock", "_rng", "base_ms", "cap_ms", "multiplier")
-
-    def __init__(
-        self,
-        base_ms: int,
-        cap_ms: int,
-        multiplier: float = 2,
-        *,
-        rng: random.Random | None = None,
-    ) -> None:
-        if isinstance(base_ms, bool) or not isinstance(base_ms, int) or base_ms < 0:
-            raise ValueError(f"base_ms must be a non-negative integer, got {base_ms!r}")
-        if isinstance(cap_ms, bool) or not isinstance(cap_ms, int) or cap_ms < base_ms:
-            raise ValueError(f"cap_ms must be an integer >= base_ms, got {cap_ms!r}")
-        if isinstance(multiplier, bool) or not isinstance(multiplier, int | float):
-            raise ValueError(f"multiplier must be a number >= 1, got {multiplier!r}")
-        if not math.isfinite(multiplier) or multiplier < 1:
-            raise ValueError(f"multiplier must be a number >= 1, got {multiplier!r}")
-        self.base_ms = base_ms
-        self.cap_ms = cap_ms
-        self.multiplier = float(multiplier)
-        self._rng = rng if rng is not None else random.Random()
-        self._lock = threading.Lock()  # handlers fail on several worker threads at once
-
-    def ceiling_ms(self, attempt: int) -> int:
-        """The upper bound of the draw for the ``attempt``-th delivery (1-based)."""
-        k = max(int(attempt), 1) - 1
-        try:
-            raw = self.base_ms * self.multiplier**k
-        except OverflowError:
-            return self.cap_ms
-        return int(min(float(self.cap_ms), raw))
-
-    def delay_ms(self, attempt: int) -> int:
-        """A fresh jittered delay in ``[0, ceiling_ms(attempt)]`` milliseconds."""
-        ceiling = self.ceiling_ms(attempt)
-        with self._lock:
-            return self._rng.randint(0, ceiling)
-
-    def __repr__(self) -> str:
-        return (
-            f"Backoff(base_ms={self.base_ms}, cap_ms={self.cap_ms}, multiplier={self.multiplier})"
-        )
-
-
-class ReceiverClient(Protocol):
-    """The client surface the Receiver needs: shared by the embedded and the HTTP client.
-
-    Parameters are positional-only so any client with these positions fits, whatever it
-    names them.
-    """
-
-    def receive(
-        self,
-        queue: str,
-        max_messages: int,
-        wait_ms: int,
-        mode: str,
-        attempt_id: str | None,
-        /,
-    ) -> Sequence[Message]: ...
-
-    def complete(self, queue: str, seq_number: int, lock_token: str, /) -> None: ...
-
-    def abandon(self, queue: str, seq_number: int, lock_token: str, delay_ms: int, /) -> None: ...
-
-    def reject(
-        self, queue: str, seq_number: int, lock_token: str, reason: str, description: str, /
-    ) -> None: ...
-
-    def renew_batch(
-        self, queue: str, items: Sequence[tuple[int, str]], /
-    ) -> Sequence[BatchResult]: ...
-
-
-Handler = Callable[[Message], object]
-ErrorCallback = Callable[[BaseException, Message | None], None]
-
-
-@dataclass(frozen=True, slots=True)
-class ReceiverStats:
-    """A snapshot of what a Receiver has done so far (``Receiver.stats()``).
-
-    ``lock_lost`` counts settlements the broker refused with ``LockLost``; ``leases_lost``
-    counts leases the renewer found gone (ok=False, or a deadline already past).
-    """
-
-    received: int = 0
-    completed: int = 0
-    abandoned: int = 0
-    dead_lettered: int = 0
-    handler_errors: int = 0
-    lock_lost: int = 0
-    settle_errors: int = 0
-    receive_errors: int = 0
-    renew_calls: int = 0
-    renewed: int = 0
-    renew_errors: int = 0
-    leases_lost: int = 0
-    abandoned_on_stop: int = 0
-    in_flight: int = 0
-
-
-def renewal_delay_ms(remaining_ms: float) -> float:
-    """How long to wait before the next renewal pass, given the tightest remaining lease.
-
-    original-behaviour §9: a third of the remaining lease (two more chances before it
-    lapses), floored at 50 ms so short leases do not spin, but the floor never pushes the
-    pass to half the remaining or later; under 1 ms left, renew at once.
-    """
-    if remaining_ms < 1:
-        return 0.0
-    delay = remaining_ms / 3.0
-    if delay < RENEW_FLOOR_MS < remaining_ms / 2.0:
-        delay = RENEW_FLOOR_MS
-    return delay
-
-
-class _Lease:
-    """One claimed message from receive to settlement: its deadline and its fate."""
-
-    __slots__ = ("locked_until_ms", "lost", "message", "released", "settling")
-
-    def __init__(self, message: Message) -> None:
-        self.message = message
-        self.locked_until_ms = message.locked_until_ms  # 0 = unknown
-        self.lost = False  # renewal refused or lapsed: stop renewing, settle will tell
-        self.settling = False  # the worker is settling: stop() must not abandon it
-        self.released = False  # stop() abandoned it: the handler's outcome is dropped
-
-    @property
-    def key(self) -> tuple[int, str]:
-        return (self.message.seq_number, self.message.lock_token)
-
-
-def _client_clock(client: object) -> Clock:
-    """The clock the client stamps lease deadlines with, if it exposes one (the embedded
-    engine does); otherwise the system clock, which a remote broker's deadlines follow."""
-    own = getattr(client, "clock", None)
-    if callable(getattr(own, "now_ms", None)) and callable(getattr(own, "monotonic_ms", None)):
-        return cast(Clock, own)
-    return SYSTEM_CLOCK
-
-
-class Receiver:
+class Receiver(MessageHandling):
     """A managed consume loop over ``client`` for ``queue``.
 
     ``handler(message)`` runs on a pool of ``concurrency`` threads:
@@ -318,11 +146,11 @@ class Receiver:
         self._backoff = backoff
         self._on_error = on_error
         self._retry = retry_backoff if retry_backoff is not None else Backoff(100, 5000)
-        self._clock: Clock = clock if clock is not None else _client_clock(client)
+        self._clock: Clock = clock if clock is not None else client_clock(client)
 
         self._cond = threading.Condition()
-        self._inflight: dict[tuple[int, str], _Lease] = {}
-        self._work: queue_mod.SimpleQueue[_Lease | None] = queue_mod.SimpleQueue()
+        self._inflight: dict[tuple[int, str], Lease] = {}
+        self._work: queue_mod.SimpleQueue[Lease | None] = queue_mod.SimpleQueue()
         self._counts: dict[str, int] = {f.name: 0 for f in fields(ReceiverStats)}
         self._started = False
         self._stopping = False  # no new claims
@@ -539,7 +367,7 @@ class Receiver:
                 if self._stopping or i >= asked:
                     leftovers.append(msg)
                     continue
-                lease = _Lease(msg)
+                lease = Lease(msg)
                 self._inflight[lease.key] = lease
                 self._work.put(lease)
             self._renew_dirty = True
@@ -555,229 +383,6 @@ class Receiver:
                 if remaining <= 0:
                     return
                 self._cond.wait(remaining / 1000.0)
-
-    # -- handling and settling ------------------------------------------------------------
-
-    def _worker_loop(self) -> None:
-        while True:
-            lease = self._work.get()
-            if lease is None:
-                return
-            try:
-                self._process(lease)
-            finally:
-                with self._cond:
-                    self._inflight.pop(lease.key, None)
-                    self._cond.notify_all()
-
-    def _process(self, lease: _Lease) -> None:
-        msg = lease.message
-        verb: str
-        reason = description = ""
-        delay = 0
-        try:
-            self._handler(msg)
-            verb = "complete"
-        except DeadLetter as dl:
-            verb, reason, description = "reject", dl.reason, dl.description
-        except BaseException as exc:  # a handler failure of any kind must not kill a slot
-            verb = "abandon"
-            self._count("handler_errors")
-            if self._on_error is None:
-                log.warning(
-                    "handler failed on message %d of %r (delivery %d); abandoning",
-                    msg.seq_number,
-                    self._queue,
-                    msg.delivery_count,
-                    exc_info=exc,
-                )
-            self._report(exc, msg)
-            if self._backoff is not None:
-                delay = self._backoff.delay_ms(msg.delivery_count)
-        with self._cond:
-            if lease.released:
-                return  # stop() already abandoned it; this outcome came too late
-            lease.settling = True
-        q, seq, token = self._queue, msg.seq_number, msg.lock_token
-        try:
-            if verb == "complete":
-                self._client.complete(q, seq, token)
-                self._count("completed")
-            elif verb == "reject":
-                self._client.reject(q, seq, token, reason, description)
-                self._count("dead_lettered")
-            else:
-                self._client.abandon(q, seq, token, delay)
-                self._count("abandoned")
-        except Exception as exc:
-            self._settle_failed(verb, msg, exc)
-
-    def _settle_failed(self, verb: str, msg: Message, exc: Exception) -> None:
-        """A refused settlement never stops the loop (the broker redelivers), unless the
-        credential or the client itself is gone."""
-        if isinstance(exc, errors.LockLost):
-            self._count("lock_lost")
-            log.warning(
-                "%s of message %d in %r: lock lost (it will be redelivered)",
-                verb,
-                msg.seq_number,
-                self._queue,
-            )
-        elif isinstance(exc, FATAL_ERRORS):
-            self._count("settle_errors")
-            self._fail(exc)
-        else:
-            self._count("settle_errors")
-            log.warning("%s of message %d in %r failed: %s", verb, msg.seq_number, self._queue, exc)
-        self._report(exc, msg)
-
-    def _abandon_all(self, msgs: Sequence[Message], counter: str) -> None:
-        """Abandon with no delay (stop(): redeliver at once); failures are only counted."""
-        for msg in msgs:
-            try:
-                self._client.abandon(self._queue, msg.seq_number, msg.lock_token, 0)
-                self._count(counter)
-            except Exception as exc:
-                if isinstance(exc, errors.LockLost):
-                    self._count("lock_lost")
-                else:
-                    self._count("settle_errors")
-                log.warning(
-                    "abandon of message %d in %r at stop failed: %s",
-                    msg.seq_number,
-                    self._queue,
-                    exc,
-                )
-                self._report(exc, msg)
-
-    # -- lease renewal --------------------------------------------------------------------
-
-    def _renewable(self) -> list[_Lease]:
-        return [x for x in self._inflight.values() if not x.lost and not x.released]
-
-    def _next_delay_ms(self, leases: list[_Lease]) -> float:
-        known = [x.locked_until_ms for x in leases if x.locked_until_ms > 0]
-        if not known:
-            return RENEW_UNKNOWN_DEADLINE_MS
-        return renewal_delay_ms(min(known) - self._clock.now_ms())
-
-    def _renew_loop(self) -> None:
-        """Renew every live in-flight lease when a third of the tightest one has passed.
-
-        The due time is kept across wake-ups (recomputed only after a pass, or pulled
-        earlier by a new lease): recomputing "a third of what is left" on every wake-up
-        would creep toward the deadline instead of renewing.
-        """
-        due: float | None = None
-        while True:
-            with self._cond:
-                while True:
-                    if self._renew_stop or self._error is not None:
-                        return
-                    leases = self._renewable()
-                    if not leases:
-                        due = None
-                        self._cond.wait()
-                        continue
-                    now = self._clock.monotonic_ms()
-                    if due is None or self._renew_dirty:
-                        candidate = now + self._next_delay_ms(leases)
-                        due = candidate if due is None else min(due, candidate)
-                        self._renew_dirty = False
-                    if now >= due:
-                        break
-                    self._cond.wait((due - now) / 1000.0)
-            failed = self._renew_pass(leases)
-            due = None
-            if failed:
-                with self._cond:
-                    left = self._renewable()
-                    delay = self._next_delay_ms(left) if left else RENEW_UNKNOWN_DEADLINE_MS
-                due = self._clock.monotonic_ms() + max(delay, RETRY_FLOOR_MS)
-
-    def _renew_pass(self, leases: list[_Lease]) -> bool:
-        """One RenewBatch per ≤512 leases; returns True if any call failed."""
-        failed = False
-        step = defaults.RENEW_BATCH_MAX
-        for start in range(0, len(leases), step):
-            chunk = leases[start : start + step]
-            items = [lease.key for lease in chunk]
-            try:
-                results = list(self._client.renew_batch(self._queue, items))
-            except FATAL_ERRORS as exc:
-                self._count("renew_errors")
-                self._fail(exc)
-                return True
-            except Exception as exc:
-                failed = True
-                self._count("renew_errors")
-                log.warning("renew_batch on %r failed: %s", self._queue, exc)
-                self._report(exc, None)
-                continue
-            self._apply_renewals(chunk, results)
-        if failed:
-            self._expire_overdue()
-        return failed
-
-    def _apply_renewals(self, chunk: list[_Lease], results: list[BatchResult]) -> None:
-        """Adopt the committed deadlines; a refused or already-lapsed lease is lost.
-
-        ``locked_until_ms`` is authoritative and compared against our own clock: ok=True
-        only meant "live when the broker's statement finished" (api-reference RenewBatch).
-        """
-        if len(results) == len(chunk) and all(
-            r.seq_number == x.message.seq_number for r, x in zip(results, chunk, strict=True)
-        ):
-            pairs = list(zip(chunk, results, strict=True))
-        else:  # a client that reorders or drops items: match by seq, ignore the missing
-            by_seq = {r.seq_number: r for r in results}
-            pairs = [
-                (x, by_seq[x.message.seq_number]) for x in chunk if x.message.seq_number in by_seq
-            ]
-        now = self._clock.now_ms()
-        newly_lost: list[Message] = []
-        with self._cond:
-            self._counts["renew_calls"] += 1
-            for lease, res in pairs:
-                if lease.lost or lease.released:
-                    continue
-                if res.ok and res.locked_until_ms == 0:
-                    self._counts["renewed"] += 1
-                    lease.locked_until_ms = 0  # ok but no deadline: fall back to the 1 s cadence
-                elif res.ok and res.locked_until_ms > now:
-                    self._counts["renewed"] += 1
-                    lease.locked_until_ms = max(lease.locked_until_ms, res.locked_until_ms)
-                else:
-                    lease.lost = True
-                    if not lease.settling:  # settled meanwhile: the refusal is expected
-                        self._counts["leases_lost"] += 1
-                        newly_lost.append(lease.message)
-        for msg in newly_lost:
-            self._lease_lost(msg, "the broker refused the renewal or the lease had lapsed")
-
-    def _expire_overdue(self) -> None:
-        """After a failed pass, leases whose deadline has passed by our clock are lost: no
-        renewal can revive them, and retrying them forever would be a busy loop."""
-        now = self._clock.now_ms()
-        newly_lost: list[Message] = []
-        with self._cond:
-            for lease in self._renewable():
-                if 0 < lease.locked_until_ms <= now:
-                    lease.lost = True
-                    if not lease.settling:
-                        self._counts["leases_lost"] += 1
-                        newly_lost.append(lease.message)
-        for msg in newly_lost:
-            self._lease_lost(msg, "its deadline passed while renewals were failing")
-
-    def _lease_lost(self, msg: Message, why: str) -> None:
-        log.warning(
-            "lease on message %d in %r lost (%s); the handler's settlement will be refused",
-            msg.seq_number,
-            self._queue,
-            why,
-        )
-        self._report(errors.LockLost(f"lease on message {msg.seq_number} lost: {why}"), msg)
 
     # -- stopping -------------------------------------------------------------------------
 
