@@ -140,4 +140,3 @@ def stop_broker(broker: Broker) -> None:
         except subprocess.TimeoutExpired:
             os.killpg(broker.proc.pid, signal.SIGKILL)
             broker.proc.wait(timeout=5)
-
