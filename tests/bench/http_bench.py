@@ -289,7 +289,7 @@ def http_call(port: int, path: str, payload: Any, token: str = "") -> tuple[int,
 def broker_env(workdir: Path, token: str, level: str) -> dict[str, str]:
     env = {k: v for k, v in os.environ.items() if not k.startswith("MQLITE_")}
     env.update(
-        MQLITE_DB=f"file:{workdir}/mq.db",
+        MQLITE_DB=f"file:{workdir}/mq-{level.lower()}.db",  # one database per broker
         MQLITE_TOKENS=token,
         MQLITE_LOG_LEVEL=level,
         PYTHONPATH=os.pathsep.join(filter(None, [str(APP_DIR), env.get("PYTHONPATH", "")])),
@@ -713,6 +713,11 @@ def main(argv: list[str] | None = None) -> int:
             servers,
         )
         broker = start_broker("WARNING")
+        # The same broker at the default INFO level (one JSON access line per request,
+        # written to a file) runs alongside and is measured in every round too.
+        broker_info = None if args.skip_info else start_broker("INFO")
+        if broker_info is not None:
+            http_call(broker_info.port, CREATE_QUEUE, {"name": "bench-1"}, token)
         queues = ["bench-1", "bench-64"] + [f"bench-drain-{i}" for i in range(args.rounds)]
         for q in queues:
             status, body = http_call(broker.port, CREATE_QUEUE, {"name": q}, token)
@@ -728,6 +733,7 @@ def main(argv: list[str] | None = None) -> int:
         f_send1 = Figure("Send ×1", label)
         f_send64 = Figure("Send ×64", label)
         f_drain = Figure("Receive 256 + CompleteBatch", "py")
+        f_info = Figure("Send ×1 @INFO", label)
         drained_total = 0
         fill_s: list[float] = []
         for i in range(args.rounds):
@@ -735,6 +741,9 @@ def main(argv: list[str] | None = None) -> int:
             f_noop.add(r, r.rps)
             r = loader.post(broker, SEND, small, token)
             f_send1.add(r, r.rps)
+            if broker_info is not None:
+                r = loader.post(broker_info, SEND, small, token)
+                f_info.add(r, r.rps)
             r = loader.post(broker, SEND, batch, token)
             f_send64.add(r, r.rps * SEND_BATCH)
             queue = f"bench-drain-{i}"
@@ -754,16 +763,8 @@ def main(argv: list[str] | None = None) -> int:
         rss_after = vm_rss_mb(broker.worker_pid)
         stop(broker)
         stop(noop)
-
-        # The same broker at the default INFO level (one access-log line per request,
-        # written to a file), single-message Send once.
-        f_info = Figure("Send ×1 @INFO", label)
-        if not args.skip_info:
-            broker = start_broker("INFO")
-            http_call(broker.port, CREATE_QUEUE, {"name": "bench-1"}, token)
-            r = loader.post(broker, SEND, small, token)
-            f_info.add(r, r.rps)
-            stop(broker)
+        if broker_info is not None:
+            stop(broker_info)
 
         # -- the report -------------------------------------------------------------------
         ceiling = f_noop.best
@@ -789,11 +790,11 @@ def main(argv: list[str] | None = None) -> int:
             ratio_info = f_info.best / ceiling
             rows.append(
                 (
-                    "Send ×1 req/s (INFO: JSON access log on)",
-                    fmt(f_info.best),
-                    f"{base}; reference (the 0.4× target is at WARNING)",
+                    "Send ×1 req/s (default INFO: JSON access log on)",
+                    fmt(f_info.best) + f_info.spread(),
+                    f"{base}; target ≥ {TARGET_SEND1_RATIO}×",
                     f"{ratio_info:.2f}×",
-                    f"info ({'≥' if ratio_info >= TARGET_SEND1_RATIO else '<'} 0.4×)",
+                    verdict(ratio_info >= TARGET_SEND1_RATIO),
                 )
             )
         s64 = f_send64.best
