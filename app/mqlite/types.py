@@ -8,7 +8,7 @@ from __future__ import annotations
 import dataclasses
 from dataclasses import dataclass, field
 from enum import StrEnum
-from typing import Any, Protocol
+from typing import Protocol
 
 from mqlite import defaults
 
@@ -198,9 +198,6 @@ class FilterTestResult:
     error: str = ""
     ran: bool = False
     matched: bool = False
-
-
-JSONDict = dict[str, Any]
 
 
 class Permission(StrEnum):

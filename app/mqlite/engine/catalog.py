@@ -46,12 +46,6 @@ class Catalog:
         self._queues.pop(name, None)
         self._plain_routes.pop(name, None)
 
-    def names(self) -> list[str]:
-        return sorted(self._queues)
-
-    def is_topic(self, name: str) -> bool:
-        return name in self._topics
-
     def check_queue_creation(self, name: str, kind: str) -> None:
         """CreateQueue may reconfigure its own kind only; a live topic name is taken."""
         if name in self._topics:

@@ -9,7 +9,6 @@ from __future__ import annotations
 
 import secrets
 import sqlite3
-from dataclasses import replace
 
 from mqlite import defaults, errors
 from mqlite.types import OrderingMode, QueueConfig, QueueInfo, QueueKind
@@ -222,7 +221,3 @@ def delete_queue(conn: sqlite3.Connection, name: str, generation: str | None) ->
     ):
         conn.execute(sql, (name,))
     conn.execute(DELETE_GENERATION_SQL, (generation_key(name),))
-
-
-def with_generation(info: QueueInfo, generation: str) -> QueueInfo:
-    return replace(info, generation=generation)
