@@ -140,6 +140,14 @@ class Internal(MQLiteError):
     http_status = 500
 
 
+class StorageError(Internal):
+    """the database failed to complete the operation."""
+
+    def __init__(self, message: str | None = None, *, category: str = "other") -> None:
+        super().__init__(message)
+        self.category = category  # bounded: full, busy, corrupt, io, closed, other
+
+
 # Errors that only exist in-process (they never cross the wire as their own code; a
 # broker that hits them at startup refuses to start instead).
 class DBLocked(MQLiteError):

@@ -36,9 +36,11 @@ class MaintenanceScheduler:
         self._add("reclaim_free_pages", engine.reclaim_free_pages, defaults.JANITOR_INTERVAL_MS)
 
     def _add(self, name: str, fn: Callable[[], Any], every_ms: int) -> None:
+        on_writer = self._engine.writer.call_on_thread
+
         def run() -> None:
             try:
-                fn()
+                on_writer(fn)  # passes run on the writer thread, batched with other work
             except errors.Closed:
                 pass  # shutting down: the engine refused new work
             except Exception:  # a failed pass is logged and retried next tick, never fatal

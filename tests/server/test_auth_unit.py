@@ -208,7 +208,7 @@ class Lookup:
         self.calls: list[str] = []
         self.fail = fail
 
-    async def __call__(self, token: str) -> AccessKey | None:
+    def __call__(self, token: str) -> AccessKey | None:
         self.calls.append(token)
         if self.fail:
             raise errors.Internal("key store unavailable")

@@ -14,7 +14,7 @@ from typing import Any
 
 from mqlite import errors
 from mqlite.engine import dlq, maintenance, peek
-from mqlite.engine.core import EngineCore
+from mqlite.engine.core import EngineCore, serialized
 from mqlite.engine.store import SCHEMA_VERSION
 from mqlite.engine.validate import check_int
 from mqlite.types import Message, Stats
@@ -45,6 +45,7 @@ class AdminOps(EngineCore):
 
     # -- browse ---------------------------------------------------------------------------
 
+    @serialized
     def peek(
         self,
         queue: str,
@@ -61,6 +62,7 @@ class AdminOps(EngineCore):
         with self.store.transaction() as conn:
             return peek.peek(conn, q.name, state=state or None, from_seq=from_seq, max=max)
 
+    @serialized
     def stats(self, queue: str) -> Stats:
         q = self._queue(queue)
         with self._write() as (conn, now):
@@ -79,38 +81,45 @@ class AdminOps(EngineCore):
         """Move dead letters back to active here, or into ``target``; returns moved count.
 
         With ``rate_per_sec`` > 0 it moves chunks of that size, each its own transaction,
-        one second apart (on the engine clock), so a big redrive never starves consumers.
+        one second apart (on the engine clock, waiting on the CALLER's thread, never while
+        holding the writer), so a big redrive never starves consumers.
         """
-        q = self._queue(queue)
+        self._queue(queue)
         for name, value in (
             ("max", max),
             ("older_than_ms", older_than_ms),
             ("rate_per_sec", rate_per_sec),
         ):
             check_int(name, value, minimum=0)
-        dest = q.name
         if target:
-            dest = self._queue(target).name
+            self._queue(target)
         moved = 0
-        while True:
-            chunk = rate_per_sec if rate_per_sec > 0 else max
-            if max > 0:
-                chunk = min(chunk or max, max - moved)
-            with self._write() as (conn, now):
-                n, _ = dlq.redrive(
-                    conn,
-                    now,
-                    q.name,
-                    target=None if dest == q.name else dest,
-                    max=chunk,
-                    older_than_ms=older_than_ms,
-                )
-                self._notify_after_commit({dest} if n else set())
+        for chunk in dlq.paced_chunks(max, rate_per_sec):
+            n = self.redrive_chunk(queue, target, chunk, older_than_ms)
             moved += n
             if rate_per_sec <= 0 or n < chunk or (max > 0 and moved >= max):
                 return moved
-            self.clock.sleep_ms(1000)
+            self.clock.sleep_ms(dlq.PACE_INTERVAL_MS)
+        return moved
 
+    @serialized
+    def redrive_chunk(self, queue: str, target: str | None, chunk: int, older_than_ms: int) -> int:
+        """One transaction of a redrive: at most ``chunk`` dead letters (0 = all)."""
+        q = self._queue(queue)
+        dest = self._queue(target).name if target else q.name
+        with self._write() as (conn, now):
+            n, _ = dlq.redrive(
+                conn,
+                now,
+                q.name,
+                target=None if dest == q.name else dest,
+                max=chunk,
+                older_than_ms=older_than_ms,
+            )
+            self._notify_after_commit({dest} if n else set())
+        return n
+
+    @serialized
     def purge(
         self,
         queue: str,
@@ -124,6 +133,7 @@ class AdminOps(EngineCore):
         with self._write() as (conn, now):
             return dlq.purge(conn, now, q.name, max=max, older_than_ms=older_than_ms)
 
+    @serialized
     def status(self) -> dict[str, object]:
         """A desensitized runtime snapshot: never a DSN query string or a token."""
         started = self.clock.monotonic_ms()
@@ -148,6 +158,7 @@ class AdminOps(EngineCore):
 
     # -- maintenance ----------------------------------------------------------------------
 
+    @serialized
     def _pass(self, fn: Callable[[sqlite3.Connection, int], Any]) -> Any:
         with self._write() as (conn, now):
             result = fn(conn, now)
@@ -174,6 +185,7 @@ class AdminOps(EngineCore):
             self._pass(lambda c, now: maintenance.enforce_dlq_retention(c, now, bounds)),
         )
 
+    @serialized
     def reclaim_free_pages(self, force: bool = False) -> int:
         """Return free pages to the OS (file databases only)."""
         if self.store.location.is_memory:
@@ -181,6 +193,7 @@ class AdminOps(EngineCore):
         with self.store.connection() as conn:
             return maintenance.reclaim_free_pages(conn, force=force)
 
+    @serialized
     def vacuum_full(self) -> None:
         """Rebuild the whole file (``VACUUM``): returns every free page, needs free disk
         space the size of the database, and holds the writer for the duration."""

@@ -1,7 +1,11 @@
 """The in-memory catalog of queues and topic subscriptions, and send-name resolution.
 
 Read on every send and claim, so it lives in memory; this process is the only writer of
-the database (file lock), and the catalog is updated only after the write commits.
+the database (file lock). A change is made inside the transaction that writes its rows and
+becomes visible to everyone only when that transaction COMMITs: until then it is staged,
+seen only by the thread holding the writer (so ``create_queue`` then ``send`` inside one
+``tx()`` works), and a rollback -- of the whole transaction or just the savepoint of one
+call in a group-commit batch -- discards exactly the staged edits it covered.
 One flat namespace: plain queues, subscriptions (their backing queues) and topics.
 """
 
@@ -12,45 +16,100 @@ import sqlite3
 from mqlite import errors
 from mqlite.engine import queues
 from mqlite.engine.send import Route
+from mqlite.engine.store import Store
 from mqlite.types import QueueInfo, QueueKind
 
 
-class Catalog:
-    def __init__(self) -> None:
-        self._queues: dict[str, QueueInfo] = {}
-        # topic -> routes (one per subscription, ordered by subscription name)
-        self._topics: dict[str, list[Route]] = {}
-        self._plain_routes: dict[str, list[Route]] = {}
+class _Version:
+    """One consistent version of the catalog. Edits copy it (copy-on-write): versions
+    already published are never mutated, except for the memo of plain routes."""
 
-    def load(self, conn: sqlite3.Connection) -> None:
-        self._queues = queues.load_queues(conn)
-        self._plain_routes = {}
+    __slots__ = ("plain_routes", "queues", "topics")
+
+    def __init__(
+        self,
+        queues: dict[str, QueueInfo] | None = None,
+        topics: dict[str, list[Route]] | None = None,
+    ) -> None:
+        self.queues: dict[str, QueueInfo] = queues or {}
+        # topic -> routes (one per subscription, ordered by subscription name)
+        self.topics: dict[str, list[Route]] = topics or {}
+        self.plain_routes: dict[str, list[Route]] = {}
+
+    def copy(self) -> _Version:
+        return _Version(dict(self.queues), dict(self.topics))
+
+
+class Catalog:
+    def __init__(self, store: Store) -> None:
+        self._store = store
+        self._committed = _Version()
+        self._pending: _Version | None = None
+
+    def load(self, conn: sqlite3.Connection, topics: dict[str, list[Route]]) -> None:
+        """Install the catalog read at open (before anyone else can see the engine)."""
+        routes = {t: sorted(r, key=lambda x: x.queue.name) for t, r in topics.items() if r}
+        self._committed = _Version(queues.load_queues(conn), routes)
+
+    # -- versions -------------------------------------------------------------------------
+
+    def _view(self) -> _Version:
+        pending = self._pending
+        if pending is not None and self._store.lock._is_owned():  # type: ignore[attr-defined]
+            return pending
+        return self._committed
+
+    def _edit(self) -> _Version:
+        """A new staged version for one change; published at COMMIT, undone on rollback."""
+        store = self._store
+        if not store.in_transaction:
+            raise AssertionError("catalog edits happen inside the transaction that writes them")
+        previous = self._pending
+        version = (previous or self._committed).copy()
+        self._pending = version
+
+        def undo() -> None:
+            self._pending = previous
+
+        store.on_rollback(undo)
+        store.after_commit(self._publish)
+        return version
+
+    def _publish(self) -> None:
+        if self._pending is not None:
+            self._committed, self._pending = self._pending, None
 
     # -- queues ---------------------------------------------------------------------------
 
     def find(self, name: str) -> QueueInfo | None:
-        return self._queues.get(name)
+        return self._view().queues.get(name)
 
     def queue(self, name: str) -> QueueInfo:
-        info = self._queues.get(name)
+        info = self._view().queues.get(name)
         if info is None:
             raise errors.QueueNotFound(f"queue {name!r} not found")
         return info
 
     def put(self, info: QueueInfo) -> None:
-        self._queues[info.name] = info
-        self._plain_routes.pop(info.name, None)
-        self._refresh_topic_routes(info)
+        version = self._edit()
+        version.queues[info.name] = info
+        for topic, routes in version.topics.items():
+            for i, route in enumerate(routes):
+                if route.queue.name == info.name:
+                    routes = list(routes)
+                    routes[i] = Route(info, route.accepts)
+                    version.topics[topic] = routes
+                    break
 
     def drop(self, name: str) -> None:
-        self._queues.pop(name, None)
-        self._plain_routes.pop(name, None)
+        self._edit().queues.pop(name, None)
 
     def check_queue_creation(self, name: str, kind: str) -> None:
         """CreateQueue may reconfigure its own kind only; a live topic name is taken."""
-        if name in self._topics:
+        view = self._view()
+        if name in view.topics:
             raise errors.NameConflict(f"{name!r} is a live topic")
-        existing = self._queues.get(name)
+        existing = view.queues.get(name)
         if existing is not None and existing.kind != kind:
             raise errors.NameConflict(
                 f"{name!r} is already a {existing.kind}; a cross-kind upsert is refused"
@@ -65,39 +124,36 @@ class Catalog:
 
     def routes(self, name: str) -> list[Route]:
         """A topic fans out to its subscriptions; otherwise the name must be a queue."""
-        topic = self._topics.get(name)
+        view = self._view()
+        topic = view.topics.get(name)
         if topic is not None:
             return topic
-        routes = self._plain_routes.get(name)
+        routes = view.plain_routes.get(name)
         if routes is None:
-            routes = [Route(self.queue(queues.validate_name(name)))]
-            self._plain_routes[name] = routes
+            info = view.queues.get(queues.validate_name(name))
+            if info is None:
+                raise errors.QueueNotFound(f"queue {name!r} not found")
+            routes = [Route(info)]
+            view.plain_routes[name] = routes
         return routes
-
-    def set_topics(self, topics: dict[str, list[Route]]) -> None:
-        self._topics = {t: sorted(r, key=lambda x: x.queue.name) for t, r in topics.items() if r}
 
     def put_route(self, topic: str, route: Route) -> None:
         """Add or replace one subscription's route (fan-out order: subscription name)."""
-        routes = [r for r in self._topics.get(topic, []) if r.queue.name != route.queue.name]
-        self._topics[topic] = sorted([*routes, route], key=lambda x: x.queue.name)
+        version = self._edit()
+        routes = [r for r in version.topics.get(topic, []) if r.queue.name != route.queue.name]
+        version.topics[topic] = sorted([*routes, route], key=lambda x: x.queue.name)
 
     def drop_route(self, topic: str, name: str) -> None:
-        routes = [r for r in self._topics.get(topic, []) if r.queue.name != name]
+        version = self._edit()
+        routes = [r for r in version.topics.get(topic, []) if r.queue.name != name]
         if routes:
-            self._topics[topic] = routes
+            version.topics[topic] = routes
         else:
-            self._topics.pop(topic, None)
-        self.drop(name)
+            version.topics.pop(topic, None)
+        version.queues.pop(name, None)
 
     def queues(self) -> dict[str, QueueInfo]:
-        return dict(self._queues)
+        return dict(self._view().queues)
 
-    def _refresh_topic_routes(self, info: QueueInfo) -> None:
-        for topic, routes in self._topics.items():
-            for i, route in enumerate(routes):
-                if route.queue.name == info.name:
-                    routes = list(routes)
-                    routes[i] = Route(info, route.accepts)
-                    self._topics[topic] = routes
-                    break
+    def topic_names(self) -> list[str]:
+        return sorted(self._view().topics)

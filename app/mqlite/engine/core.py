@@ -1,23 +1,41 @@
-"""The engine's plumbing: one store, one clock, one notifier, the catalog, and recovery.
+"""The engine's plumbing: one store, one writer, one clock, one notifier, the catalog, recovery.
 
-``Engine`` (the facade) and ``AdminOps`` build on this base; it holds no verbs.
+``Engine`` (the facade) and its verb mixins build on this base; it holds no verbs.
 """
 
 from __future__ import annotations
 
+import functools
 import sqlite3
 from collections import Counter
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from contextlib import contextmanager
+from typing import Any, TypeVar
 
 from mqlite import defaults, errors
 from mqlite.clock import SYSTEM_CLOCK, Clock
 from mqlite.engine import queues, topics
 from mqlite.engine.catalog import Catalog
+from mqlite.engine.key_cache import KeyCache
 from mqlite.engine.maintenance import DLQBounds, recover_locks
 from mqlite.engine.notify import Notifier
+from mqlite.engine.storage_errors import translate
 from mqlite.engine.store import Store
+from mqlite.engine.writer import Writer
 from mqlite.types import Message, QueueInfo
+
+F = TypeVar("F", bound=Callable[..., Any])
+
+
+def serialized(method: F) -> F:
+    """Run an engine method under the writer (``writer.py``): inline when the writer is
+    free, on the writer thread (group commit) when it is busy, directly when nested."""
+
+    @functools.wraps(method)
+    def run(self: EngineCore, *args: Any, **kwargs: Any) -> Any:
+        return self.writer.call(method, self, *args, **kwargs)
+
+    return run  # type: ignore[return-value]
 
 
 class EngineCore:
@@ -39,23 +57,28 @@ class EngineCore:
         self.dlq_defaults = dlq_defaults or DLQBounds()
         self.notifier = Notifier()
         self.completed: Counter[str] = Counter()  # rows deleted by Complete, per queue
-        self.store = Store(dsn, sync=sync)
         try:
-            self.catalog = Catalog()
+            self.store = Store(dsn, sync=sync)
+        except sqlite3.Error as exc:
+            raise translate(exc) from exc
+        try:
+            self.catalog = Catalog(self.store)
+            self.keys = KeyCache(self.clock)
             self.filter_failures = topics.FilterFailures(self.clock.monotonic_ms)
             with self.store.transaction() as conn:
-                self.recovered_locks = self._recover(conn)
-                self.catalog.load(conn)
-                self.catalog.set_topics(
-                    topics.load_routes(conn, self.catalog.queues(), self.filter_failures)
+                recover_locks(conn)  # §3.1: every locked row is an orphan of a previous process
+                self.catalog.load(
+                    conn,
+                    topics.load_routes(conn, queues.load_queues(conn), self.filter_failures),
                 )
+                self.keys.load(conn)
+        except sqlite3.Error as exc:
+            self.store.close()
+            raise translate(exc) from exc
         except BaseException:
             self.store.close()
             raise
-
-    def _recover(self, conn: sqlite3.Connection) -> int:
-        """Crash recovery: every locked row is an orphan of a previous process (§3.1)."""
-        return recover_locks(conn)
+        self.writer = Writer(self.store)
 
     # -- plumbing -------------------------------------------------------------------------
 
@@ -77,8 +100,9 @@ class EngineCore:
         return self.catalog.queue(queues.validate_name(name))
 
     def close(self) -> None:
-        """Refuse new work, wake parked long polls, wait for in-flight work, close the DB."""
+        """Refuse new work, wake parked long polls, finish queued work, close the DB."""
         self.notifier.close()
+        self.writer.stop()
         self.store.close()
 
     @property

@@ -10,6 +10,7 @@ nothing else writes inside the transaction, so no id list travels through Python
 from __future__ import annotations
 
 import sqlite3
+from collections.abc import Iterator
 
 from mqlite.errors import InvalidArgument, QueueNotFound
 
@@ -63,6 +64,23 @@ WHERE queue = :queue AND state = 'dead_lettered' AND id <= :last
 
 # A cross-queue target must be a queue row (a topic name is not): primary-key probe.
 QUEUE_EXISTS_SQL = "SELECT 1 FROM queues WHERE name = :name"
+
+
+PACE_INTERVAL_MS = 1000  # a paced redrive moves one chunk of rate_per_sec per second
+
+
+def paced_chunks(max: int, rate_per_sec: int) -> Iterator[int]:
+    """The chunk sizes of a redrive of at most ``max`` (0 = all) at ``rate_per_sec`` (0 =
+    unpaced: one chunk). The caller stops early once a chunk comes back short; the embedded
+    engine and the HTTP server both walk this plan, each waiting its own way in between."""
+    if rate_per_sec <= 0:
+        yield max
+        return
+    moved = 0
+    while max <= 0 or moved < max:
+        chunk = rate_per_sec if max <= 0 else min(rate_per_sec, max - moved)
+        yield chunk
+        moved += chunk
 
 
 def _validate(max: int, older_than_ms: int) -> None:

@@ -7,6 +7,7 @@ Long-poll waiting happens outside any transaction, parked on the per-queue notif
 
 from __future__ import annotations
 
+import sqlite3
 import threading
 from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
@@ -14,7 +15,9 @@ from contextlib import contextmanager
 from mqlite import defaults, errors
 from mqlite.engine import claim, queues, send, settle
 from mqlite.engine.admin import AdminOps
+from mqlite.engine.core import serialized
 from mqlite.engine.keys import KeyOps
+from mqlite.engine.storage_errors import translate
 from mqlite.engine.topic_ops import TopicOps
 from mqlite.engine.tx import EngineTx
 from mqlite.engine.validate import (
@@ -39,6 +42,7 @@ class Engine(AdminOps, KeyOps, TopicOps):
 
     # -- queues ---------------------------------------------------------------------------
 
+    @serialized
     def create_queue(self, name: str, config: QueueConfig | None = None) -> QueueInfo:
         """Create, or reconfigure (same kind only), a queue. Overwrites every config field."""
         name = queues.validate_name(name)
@@ -46,9 +50,10 @@ class Engine(AdminOps, KeyOps, TopicOps):
         self.catalog.check_queue_creation(name, cfg.kind)
         with self.store.transaction() as conn:
             info = queues.upsert_queue(conn, self.clock.now_ms(), name, cfg)
-        self.catalog.put(info)
+            self.catalog.put(info)
         return info
 
+    @serialized
     def list_queues(self) -> list[QueueInfo]:
         with self.store.transaction() as conn:
             return sorted(queues.load_queues(conn).values(), key=lambda q: q.name)
@@ -56,6 +61,7 @@ class Engine(AdminOps, KeyOps, TopicOps):
     def get_queue(self, name: str) -> QueueInfo:
         return self._queue(name)
 
+    @serialized
     def delete_queue(self, name: str, generation: str | None = None) -> None:
         """Delete an empty plain queue; ``generation`` fences against a replacement."""
         name = queues.validate_name(name)
@@ -63,8 +69,8 @@ class Engine(AdminOps, KeyOps, TopicOps):
             raise errors.InvalidArgument("generation must be a non-empty string")
         with self.store.transaction() as conn:
             queues.delete_queue(conn, name, generation)
-        self.catalog.drop(name)
-        self.notifier.notify(name)  # a parked long poll wakes and finds the queue gone
+            self.catalog.drop(name)
+            self._notify_after_commit({name})  # a parked long poll wakes, finds it gone
 
     # -- send -----------------------------------------------------------------------------
 
@@ -91,6 +97,7 @@ class Engine(AdminOps, KeyOps, TopicOps):
         check_int("at_ms", at_ms, minimum=1)
         return self._send(queue, messages, ttl_ms=ttl_ms, at_ms=at_ms)
 
+    @serialized
     def _send(
         self,
         name: str,
@@ -125,6 +132,7 @@ class Engine(AdminOps, KeyOps, TopicOps):
             self._notify_after_commit(result.notify)
         return result.seq_numbers
 
+    @serialized
     def cancel(self, queue: str, seq_number: int) -> None:
         """Delete a scheduled, never-delivered message; otherwise ``NotFound``."""
         q = self._queue(queue)
@@ -185,6 +193,7 @@ class Engine(AdminOps, KeyOps, TopicOps):
         n = clamp(max_messages, 1, defaults.MAX_RECEIVE_MESSAGES)
         return q.name, n, clamp(wait_ms, 0, defaults.MAX_WAIT_MS), delete
 
+    @serialized
     def try_receive(
         self,
         queue: str,
@@ -206,6 +215,7 @@ class Engine(AdminOps, KeyOps, TopicOps):
                 claim.save_attempt(conn, now, q, attempt_id, msgs)
         return self._bind(msgs)
 
+    @serialized
     def receive_deferred(self, queue: str, seq_numbers: Sequence[int]) -> list[Message]:
         """Lock deferred messages by seq (request order); seqs not deferred are skipped."""
         q = self._queue(queue)
@@ -223,6 +233,7 @@ class Engine(AdminOps, KeyOps, TopicOps):
 
     # -- settlement -----------------------------------------------------------------------
 
+    @serialized
     def complete(self, queue: str, seq_number: int, lock_token: str) -> None:
         queue, seq_number, lock_token = _settle_args(queue, seq_number, lock_token)
         with self._write() as (conn, now):
@@ -230,6 +241,7 @@ class Engine(AdminOps, KeyOps, TopicOps):
             if fresh:
                 self.store.after_commit(lambda: self._completed(queue, 1))
 
+    @serialized
     def abandon(self, queue: str, seq_number: int, lock_token: str, delay_ms: int = 0) -> None:
         queue, seq_number, lock_token = _settle_args(queue, seq_number, lock_token)
         check_int("delay_ms", delay_ms)
@@ -240,6 +252,7 @@ class Engine(AdminOps, KeyOps, TopicOps):
             settle.abandon(conn, now, q, seq_number, lock_token, delay_ms)
             self._notify_after_commit({queue})
 
+    @serialized
     def reject(
         self,
         queue: str,
@@ -255,11 +268,13 @@ class Engine(AdminOps, KeyOps, TopicOps):
             settle.reject(conn, now, queue, seq_number, lock_token, reason, description)
             self._notify_after_commit({queue})  # a dead-lettered head unblocks its group
 
+    @serialized
     def defer(self, queue: str, seq_number: int, lock_token: str) -> None:
         queue, seq_number, lock_token = _settle_args(queue, seq_number, lock_token)
         with self._write() as (conn, now):
             settle.defer(conn, now, queue, seq_number, lock_token)
 
+    @serialized
     def renew(self, queue: str, seq_number: int, lock_token: str) -> int:
         """Extend a live lease by the queue's lock duration; returns the new deadline."""
         q = self._queue(queue)
@@ -267,6 +282,7 @@ class Engine(AdminOps, KeyOps, TopicOps):
         with self._write() as (conn, now):
             return settle.renew(conn, now, q, seq_number, lock_token)
 
+    @serialized
     def complete_batch(self, queue: str, items: Sequence[tuple[int, str]]) -> list[BatchResult]:
         """Complete many (seq, token) pairs in one transaction; per-item ``ok``."""
         name = queues.validate_name(queue)
@@ -279,6 +295,7 @@ class Engine(AdminOps, KeyOps, TopicOps):
                 self.store.after_commit(lambda: self._completed(name, deleted))
         return results
 
+    @serialized
     def renew_batch(self, queue: str, items: Sequence[tuple[int, str]]) -> list[BatchResult]:
         """Renew up to 512 leases in ONE statement; ok only if still live after the write."""
         name = queues.validate_name(queue)
@@ -307,11 +324,26 @@ class Engine(AdminOps, KeyOps, TopicOps):
         """One transaction shared by your SQL and mqlite's sends: both commit or neither.
 
         Inside the block use ``tx.execute`` and ``tx.send``/``tx.send_one``/``tx.schedule``;
-        any exception rolls everything back. Do not long-poll or call the engine from
-        another thread while the block runs: the one writer is yours until it ends.
+        any exception rolls everything back (your own statements' ``sqlite3`` errors reach
+        you unchanged; mqlite's verbs and the COMMIT raise ``MQLiteError``s). The writer
+        is yours until the block ends: do not long-poll in it or wait on another thread
+        that calls the engine.
         """
-        with self.store.transaction() as conn:
-            yield EngineTx(self, conn)
+        with self.writer.hold():
+            transaction = self.store.transaction()
+            try:
+                conn = transaction.__enter__()
+            except sqlite3.Error as exc:
+                raise translate(exc) from exc
+            try:
+                yield EngineTx(self, conn)
+            except BaseException as exc:
+                transaction.__exit__(type(exc), exc, exc.__traceback__)
+                raise
+            try:
+                transaction.__exit__(None, None, None)
+            except sqlite3.Error as exc:
+                raise translate(exc) from exc
 
 
 def _settle_args(queue: object, seq: object, token: object) -> tuple[str, int, str]:

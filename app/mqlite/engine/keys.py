@@ -9,14 +9,14 @@ with no cache, so a revocation takes effect for the very next request.
 
 from __future__ import annotations
 
-import hashlib
 import re
 import secrets
 import sqlite3
 from collections.abc import Iterable, Mapping, Sequence
 
 from mqlite import errors
-from mqlite.engine.core import EngineCore
+from mqlite.engine.core import EngineCore, serialized
+from mqlite.engine.key_cache import PERM_SEP, row_to_key, token_digest
 from mqlite.engine.validate import MAX_INT64, check_int
 from mqlite.types import AccessKey, Permission
 
@@ -36,7 +36,7 @@ _WHITESPACE = frozenset(
 )
 _PERMISSIONS = frozenset(p.value for p in Permission)
 # Stored form of the normalized permission tuple: "manage", "listen", "send", "listen,send".
-_PERM_SEP = ","
+_PERM_SEP = PERM_SEP
 # A position after every key in created_desc order: ids are lowercase hex, all < "g".
 _CREATED_DESC_START = (MAX_INT64, "g")
 
@@ -46,10 +46,6 @@ INSERT_KEY_SQL = """
 INSERT INTO access_keys(id, name, token_sha256, permissions, created_at, expires_at)
 VALUES (:id, :name, :digest, :permissions, :now, :expires_at)
 """
-
-# The digest's UNIQUE index makes this a single seek; validity is judged in Python with the
-# same ``now`` so the rule lives in one place (expires_at == now is already expired).
-AUTH_KEY_SQL = f"SELECT {_KEY_COLUMNS} FROM access_keys WHERE token_sha256 = :digest"
 
 # id_asc: the primary-key index; the cursor need not exist (lookup by predecessor works).
 LIST_BY_ID_SQL = f"""
@@ -90,11 +86,6 @@ def generate_key_id() -> str:
 def generate_token() -> str:
     """A new secret: ``mqk_`` + 64 lowercase hex characters (256 random bits)."""
     return TOKEN_PREFIX + secrets.token_hex(32)
-
-
-def token_digest(token: str) -> str:
-    """The SHA-256 hex digest stored in place of a token."""
-    return hashlib.sha256(token.encode("utf-8")).hexdigest()
 
 
 def validate_key_id(value: object, field: str = "id") -> str:
@@ -144,17 +135,13 @@ def _list_limit(limit: object) -> int:
     return n or DEFAULT_LIST_LIMIT
 
 
-def _row_to_key(row: tuple[str, str, str, int, int, int]) -> AccessKey:
-    id_, name, perms, created, expires, revoked = row
-    return AccessKey(id_, name, tuple(perms.split(_PERM_SEP)), created, expires, revoked)
-
-
 # -- the engine mixin ------------------------------------------------------------------
 
 
 class KeyOps(EngineCore):
     """CreateKey / ListKeys / RevokeKey plus the per-request managed-token check."""
 
+    @serialized
     def create_key(
         self,
         id: str,
@@ -172,6 +159,7 @@ class KeyOps(EngineCore):
         perms = normalize_permissions(permissions)
         expires = check_int("expires_at_ms", expires_at_ms, minimum=0)
         token = generate_token()
+        digest = token_digest(token)
         try:
             with self._write() as (conn, now):
                 # Judged against the clock read under the writer, the same instant as created_at.
@@ -182,16 +170,19 @@ class KeyOps(EngineCore):
                     {
                         "id": key_id,
                         "name": key_name,
-                        "digest": token_digest(token),
+                        "digest": digest,
                         "permissions": _PERM_SEP.join(perms),
                         "now": now,
                         "expires_at": expires,
                     },
                 )
+                key = AccessKey(key_id, key_name, perms, now, expires, 0)
+                self.store.after_commit(lambda: self.keys.add(digest, key))
         except sqlite3.IntegrityError:
             raise errors.KeyConflict() from None
-        return AccessKey(key_id, key_name, perms, now, expires, 0), token
+        return key, token
 
+    @serialized
     def list_keys(
         self,
         after_id: str = "",
@@ -227,9 +218,10 @@ class KeyOps(EngineCore):
                 rows = conn.execute(LIST_BY_CREATED_SQL, params).fetchall()
             else:
                 rows = conn.execute(LIST_BY_ID_SQL, params).fetchall()
-        page = [_row_to_key(r) for r in rows[:n]]
+        page = [row_to_key(r) for r in rows[:n]]
         return page, page[-1].id if len(rows) > n else ""
 
+    @serialized
     def revoke_key(self, id: str) -> None:
         """Revoke permanently; revoking again succeeds and keeps the first timestamp."""
         key_id = validate_key_id(id)
@@ -242,26 +234,14 @@ class KeyOps(EngineCore):
                 and conn.execute(KEY_EXISTS_SQL, {"id": key_id}).fetchone() is None
             ):
                 raise errors.NotFound(f"access key {key_id} not found")
+            self.store.after_commit(lambda: self.keys.revoke(key_id))
 
     def authenticate_key(self, token: str) -> AccessKey | None:
         """The key a managed token belongs to, if it is neither revoked nor expired; else None.
 
-        Never raises for a bad credential (the caller answers 401); a store failure does
-        raise, so it can never be mistaken for an anonymous pass. The token is only hashed.
+        A memory read (``KeyCache``): safe on any thread, never waits for the writer. A
+        closed engine raises ``Closed``: a failure is never mistaken for an anonymous pass.
         """
-        if not isinstance(token, str) or not token:
-            return None
-        try:
-            digest = token_digest(token)
-        except UnicodeEncodeError:
-            return None
-        with self._write() as (conn, now):
-            row = conn.execute(AUTH_KEY_SQL, {"digest": digest}).fetchone()
-        if row is None:
-            return None
-        key = _row_to_key(row)
-        if key.revoked_at_ms != 0:
-            return None
-        if key.expires_at_ms != 0 and key.expires_at_ms <= now:
-            return None
-        return key
+        if self.closed:
+            raise errors.Closed()
+        return self.keys.authenticate(token)

@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import contextlib
 import fcntl
+import logging
 import os
 import sqlite3
 import threading
@@ -23,8 +24,12 @@ from importlib import resources
 
 from mqlite import defaults, errors
 
+log = logging.getLogger("mqlite.engine")
+
 SCHEMA_VERSION = "5"
 MIN_SQLITE = (3, 37, 0)
+# DSN schemes of a remote libSQL server (Turso, sqld); refused until that store exists.
+REMOTE_SCHEMES = frozenset({"libsql", "http", "https", "ws", "wss"})
 
 # Columns an access_keys table must have for this binary to accept a database that has one.
 _ACCESS_KEYS_COLUMNS = (
@@ -71,6 +76,12 @@ def parse_dsn(dsn: str) -> Location:
     cannot weaken durability or the single-writer guard.
     """
     text = (dsn or "").strip()
+    scheme = text.split("://", 1)[0].lower() if "://" in text else ""
+    if scheme in REMOTE_SCHEMES:
+        raise errors.InvalidArgument(
+            f"database URL scheme {scheme}:// (remote libSQL/Turso) is not supported yet; "
+            "use a local file DSN such as file:/data/mq.db"
+        )
     if text.startswith("file:"):
         text = text[len("file:") :]
     text = text.split("?", 1)[0]
@@ -90,8 +101,19 @@ def parse_sync(value: str | None) -> str:
 
 @dataclass
 class _TxState:
+    """The open transaction: nesting depth, what to run after COMMIT, and how to undo
+    in-memory changes if a (sav)epoint rolls back (the catalog's staged edits)."""
+
     depth: int = 0
     after_commit: list[Callable[[], None]] = field(default_factory=list)
+    on_rollback: list[Callable[[], None]] = field(default_factory=list)
+
+    def roll_back_to(self, commit_mark: int, undo_mark: int) -> None:
+        del self.after_commit[commit_mark:]  # the rolled-back block's wake-ups
+        undo = self.on_rollback[undo_mark:]
+        del self.on_rollback[undo_mark:]
+        for callback in reversed(undo):
+            callback()
 
 
 class Store:
@@ -110,7 +132,7 @@ class Store:
             )
         self.location = parse_dsn(dsn)
         self.sync = parse_sync(sync)
-        self._lock = threading.RLock()
+        self.lock = threading.RLock()  # the writer token (see writer.py)
         self._tx = _TxState()
         self._lock_fd: int | None = None
         self._closed = False
@@ -190,10 +212,23 @@ class Store:
         """Run ``callback`` after the current outermost transaction commits (never on rollback)."""
         self._tx.after_commit.append(callback)
 
+    def on_rollback(self, callback: Callable[[], None]) -> None:
+        """Run ``callback`` if the innermost open (sav)epoint rolls back, or any enclosing
+        one does; dropped once the outermost transaction commits."""
+        self._tx.on_rollback.append(callback)
+
+    @property
+    def in_transaction(self) -> bool:
+        return self._tx.depth > 0
+
+    def _commit(self, conn: sqlite3.Connection) -> None:
+        """COMMIT the outermost transaction (a seam: tests inject a failing commit here)."""
+        conn.execute("COMMIT")
+
     @contextmanager
     def connection(self) -> Iterator[sqlite3.Connection]:
         """The connection outside any transaction (pragmas like checkpoint/incremental_vacuum)."""
-        with self._lock:
+        with self.lock:
             if self._closed:
                 raise errors.Closed()
             if self._tx.depth:
@@ -206,7 +241,7 @@ class Store:
 
     def close(self) -> None:
         """Wait for in-flight work, checkpoint the WAL, close, then release the file lock."""
-        with self._lock:
+        with self.lock:
             if self._closed:
                 return
             self._closed = True
@@ -242,15 +277,16 @@ class _Transaction:
     """The context manager behind ``Store.transaction`` (a class, not a generator: it is
     on every call's path, and this saves a few microseconds per send)."""
 
-    __slots__ = ("_mark", "_store")
+    __slots__ = ("_commit_mark", "_store", "_undo_mark")
 
     def __init__(self, store: Store) -> None:
         self._store = store
-        self._mark = 0
+        self._commit_mark = 0
+        self._undo_mark = 0
 
     def __enter__(self) -> sqlite3.Connection:
         store = self._store
-        store._lock.acquire()
+        store.lock.acquire()
         try:
             if store._closed:
                 raise errors.Closed()
@@ -260,9 +296,10 @@ class _Transaction:
             else:
                 store.conn.execute(f"SAVEPOINT sp{state.depth}")
             state.depth += 1
-            self._mark = len(state.after_commit)
+            self._commit_mark = len(state.after_commit)
+            self._undo_mark = len(state.on_rollback)
         except BaseException:
-            store._lock.release()
+            store.lock.release()
             raise
         return store.conn
 
@@ -270,33 +307,42 @@ class _Transaction:
         store = self._store
         state = store._tx
         conn = store.conn
-        callbacks: list[Callable[[], None]] = []
         try:
             state.depth -= 1
             if exc_type is not None:
-                if state.depth == 0:
-                    conn.execute("ROLLBACK")
-                    state.after_commit.clear()
-                else:
-                    conn.execute(f"ROLLBACK TO sp{state.depth}")
-                    conn.execute(f"RELEASE sp{state.depth}")
-                    del state.after_commit[self._mark :]  # the rolled-back block's wake-ups
+                try:
+                    if state.depth == 0:
+                        if conn.in_transaction:
+                            conn.execute("ROLLBACK")
+                    else:
+                        conn.execute(f"ROLLBACK TO sp{state.depth}")
+                        conn.execute(f"RELEASE sp{state.depth}")
+                finally:
+                    state.roll_back_to(self._commit_mark, self._undo_mark)
                 return
             if state.depth > 0:
                 conn.execute(f"RELEASE sp{state.depth}")
                 return
             try:
-                conn.execute("COMMIT")
+                store._commit(conn)
             except BaseException:
-                if conn.in_transaction:
-                    conn.execute("ROLLBACK")
-                state.after_commit.clear()
+                try:
+                    if conn.in_transaction:
+                        conn.execute("ROLLBACK")
+                finally:
+                    state.roll_back_to(0, 0)
                 raise
             callbacks, state.after_commit = state.after_commit, []
+            state.on_rollback.clear()
+            # Still holding the writer: the next transaction must see what this one
+            # published (catalog versions), and a wake-up must never precede it.
+            for callback in callbacks:
+                try:
+                    callback()
+                except Exception:  # committed is committed: a failing hook is logged only
+                    log.exception("after-commit callback failed")
         finally:
-            store._lock.release()
-        for callback in callbacks:
-            callback()
+            store.lock.release()
 
 
 def check_lock_free(dsn: str) -> None:

@@ -1,14 +1,14 @@
 """Topic verbs mixed into the Engine: subscribe, unsubscribe, list, test a filter.
 
 The namespace rules and fan-out routes live in ``topics.py``; this mixin runs them in a
-transaction and updates the in-memory catalog only after the commit.
+transaction and stages the catalog change in it (published at COMMIT, see catalog.py).
 """
 
 from __future__ import annotations
 
 from mqlite import errors
 from mqlite.engine import queues, send, topics
-from mqlite.engine.core import EngineCore
+from mqlite.engine.core import EngineCore, serialized
 from mqlite.engine.validate import check_int
 from mqlite.filters import compile_filter
 from mqlite.filters import test_filter as run_test_filter
@@ -16,6 +16,7 @@ from mqlite.types import FilterTestResult, OutMessage, QueueInfo, Subscription
 
 
 class TopicOps(EngineCore):
+    @serialized
     def subscribe(self, topic: str, name: str, expr: str | None = "") -> QueueInfo:
         """Create subscription ``name`` on ``topic`` with its backing queue, in one call.
 
@@ -30,21 +31,23 @@ class TopicOps(EngineCore):
         compiled = compile_filter(expr) if expr else None
         with self._write() as (conn, now):
             info = topics.subscribe(conn, now, topic, name, expr, self.catalog.find(name))
-        self.catalog.put(info)
-        self.catalog.put_route(
-            topic, topics.make_route(topic, info, compiled, self.filter_failures)
-        )
+            self.catalog.put(info)
+            self.catalog.put_route(
+                topic, topics.make_route(topic, info, compiled, self.filter_failures)
+            )
         return info
 
+    @serialized
     def unsubscribe(self, topic: str, name: str) -> None:
         """Remove a subscription and its (empty) backing queue; the topic goes with its last."""
         topic = queues.validate_name(topic, "topic")
         name = queues.validate_name(name, "subscription name")
         with self.store.transaction() as conn:
             topics.unsubscribe(conn, topic, name)
-        self.catalog.drop_route(topic, name)
-        self.notifier.notify(name)
+            self.catalog.drop_route(topic, name)
+            self._notify_after_commit({name})
 
+    @serialized
     def list_subscriptions(self) -> list[Subscription]:
         """Every subscription with its topic and filter, ordered by topic then name."""
         with self.store.transaction() as conn:

@@ -30,6 +30,7 @@ from mqlite.server.logging import stop as stop_logging
 from mqlite.server.metrics import Metrics
 from mqlite.server.rpc import RpcDispatcher
 from mqlite.server.runtime import Runtime
+from mqlite.types import AccessKey
 
 log = logging.getLogger("mqlite.server")
 
@@ -98,14 +99,16 @@ class BrokerApp:
         finally:
             self.runtime.begin_drain()
             scheduler.stop()
-            self.runtime.shutdown()
             engine.close()
             log.info("broker stopped")
             stop_logging()
 
-    async def _lookup_key(self, token: str) -> Any:
-        assert self.runtime is not None
-        return await self.runtime.call(self.runtime.engine.authenticate_key, token)
+    def _lookup_key(self, token: str) -> AccessKey | None:
+        """A memory read of the engine's key cache: no writer hop per request."""
+        runtime = self.runtime
+        if runtime is None:
+            raise errors.Internal("broker is starting")
+        return runtime.engine.authenticate_key(token)
 
     # -- open endpoints -------------------------------------------------------------------
 

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import hashlib
 import hmac
-from collections.abc import Awaitable, Callable, Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
 from mqlite import errors
@@ -85,7 +85,7 @@ class Authenticator:
         self,
         admin_tokens: Sequence[str] | None,
         monitor_tokens: Sequence[str],
-        lookup_key: Callable[[str], Awaitable[AccessKey | None]],
+        lookup_key: Callable[[str], AccessKey | None],
     ) -> None:
         self.enabled = admin_tokens is not None
         self._admins = TokenSet(admin_tokens or ())
@@ -103,7 +103,7 @@ class Authenticator:
             return ADMIN
         if token in self._monitors:
             return MONITOR
-        key = await self._lookup_key(token)
+        key = self._lookup_key(token)
         if key is None:
             raise errors.Unauthenticated("missing or invalid Bearer token")
         perms = ALL if "manage" in key.permissions else frozenset(key.permissions)

@@ -16,10 +16,10 @@ from starlette.types import Receive
 from mqlite import __version__, errors
 from mqlite import wire as w
 from mqlite.config import Settings
+from mqlite.engine import Engine
+from mqlite.engine.dlq import PACE_INTERVAL_MS, paced_chunks
 from mqlite.server.runtime import Runtime
 from mqlite.types import ReceiveMode
-
-REDRIVE_PAUSE_S = 1.0
 
 
 @dataclass(slots=True)
@@ -31,7 +31,7 @@ class Context:
     settings: Settings
 
     @property
-    def engine(self) -> Any:
+    def engine(self) -> Engine:
         return self.runtime.engine
 
     async def call(self, fn: Callable[..., Any], *args: Any, **kwargs: Any) -> Any:
@@ -227,7 +227,8 @@ async def list_subscriptions(ctx: Context, _: w.EmptyRequest) -> Any:
 
 @rpc("AdminService/TestFilter")
 async def test_filter(ctx: Context, req: w.TestFilterRequest) -> Any:
-    return await ctx.call(
+    # Pure CPU, no storage: a worker thread, so neither the loop nor the writer waits on it.
+    return await asyncio.to_thread(
         ctx.engine.test_filter,
         req.expr,
         req.message,
@@ -238,24 +239,27 @@ async def test_filter(ctx: Context, req: w.TestFilterRequest) -> Any:
 
 @rpc("AdminService/Redrive")
 async def redrive(ctx: Context, req: w.RedriveRequest) -> Any:
-    """With ``rate_per_sec`` the chunks are paced here, on the event loop: a paced redrive
-    never holds the single writer while it waits."""
+    """Walks the engine's chunk plan (``dlq.paced_chunks``), each chunk one transaction on
+    the writer; a paced redrive waits here, on the event loop, never holding the writer."""
     ctx.log["queue"] = req.queue
     target = req.target or None
-    if req.rate_per_sec <= 0:
-        moved = await ctx.call(ctx.engine.redrive, req.queue, target, req.max, req.older_than_ms, 0)
-        return w.RedriveResponse(moved)
-    for name, value in (("max", req.max), ("older_than_ms", req.older_than_ms)):
+    for name, value in (
+        ("max", req.max),
+        ("older_than_ms", req.older_than_ms),
+        ("rate_per_sec", req.rate_per_sec),
+    ):
         if value < 0:
             raise errors.InvalidArgument(f"{name} must not be negative")
     moved = 0
-    while True:
-        chunk = req.rate_per_sec if req.max <= 0 else min(req.rate_per_sec, req.max - moved)
-        n = await ctx.call(ctx.engine.redrive, req.queue, target, chunk, req.older_than_ms, 0)
+    for chunk in paced_chunks(req.max, req.rate_per_sec):
+        n = await ctx.call(ctx.engine.redrive_chunk, req.queue, target, chunk, req.older_than_ms)
         moved += n
-        if n < chunk or (req.max > 0 and moved >= req.max) or ctx.runtime.draining:
-            return w.RedriveResponse(moved)
-        await asyncio.sleep(REDRIVE_PAUSE_S)
+        if req.rate_per_sec <= 0 or n < chunk or ctx.runtime.draining:
+            break
+        if req.max > 0 and moved >= req.max:
+            break
+        await asyncio.sleep(PACE_INTERVAL_MS / 1000)
+    return w.RedriveResponse(moved)
 
 
 @rpc("AdminService/Purge")

@@ -1,8 +1,9 @@
-"""The bridge between the event loop and the engine's single writer.
+"""The bridge between the event loop and the engine's writer.
 
-Every engine call runs on ONE dedicated thread (the writer), so the event loop never blocks
-on SQLite and statements never interleave. A long poll parks on the engine's notifier as
-an asyncio future: no thread is held while it waits.
+Every engine call is submitted to the engine's writer thread (``engine/writer.py``, group
+commit included), so the event loop never blocks on SQLite; the server opens no
+transaction of its own. A long poll parks on the engine's notifier as an asyncio future:
+no thread is held while it waits.
 """
 
 from __future__ import annotations
@@ -12,22 +13,22 @@ from collections.abc import Callable
 from typing import TypeVar
 
 from mqlite.engine import Engine
-from mqlite.server.writer import Writer
 from mqlite.types import Message
 
 T = TypeVar("T")
 
 
 class Runtime:
-    """The engine plus its writer thread and the draining flag of a graceful shutdown."""
+    """The engine plus the draining flag of a graceful shutdown."""
 
     def __init__(self, engine: Engine) -> None:
         self.engine = engine
-        self._writer = Writer(engine.store)
+        self._submit = engine.writer.submit
         self.draining = False
 
     async def call(self, fn: Callable[..., T], *args: object, **kwargs: object) -> T:
-        result: T = await self._writer.submit(fn, *args, **kwargs)
+        """Run an engine method on the writer thread and await its (committed) result."""
+        result: T = await self._submit(fn, *args, **kwargs)
         return result
 
     def begin_drain(self) -> None:
@@ -86,9 +87,6 @@ class Runtime:
                     return []
             finally:
                 waiter.cancel()
-
-    def shutdown(self) -> None:
-        self._writer.stop()
 
 
 def _resolve(fut: asyncio.Future[None]) -> None:
