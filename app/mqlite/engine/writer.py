@@ -78,6 +78,7 @@ class Writer:
         # SimpleQueue: a C-level put/get, cheaper per call than a Condition handshake.
         self._queue: queue.SimpleQueue[_Call | None] = queue.SimpleQueue()
         self._owner = 0  # thread ident holding the token (0: nobody)
+        self._taken = 0  # calls the thread took off the queue and waits to run
         self._stopping = False
         self._thread = threading.Thread(target=self._run, name="mqlite-writer", daemon=True)
         self._thread.start()
@@ -157,31 +158,38 @@ class Writer:
             raise errors.Closed()
         self._queue.put(item)
 
+    def queued(self) -> int:
+        """Calls waiting for the writer thread (queued, or taken and awaiting the token)."""
+        return self._queue.qsize() + self._taken
+
     def _run(self) -> None:
         calls = self._queue
+        me = threading.get_ident()
         while True:
-            item = calls.get()
-            batch: list[_Call] = []
-            done = item is None
-            if item is not None:
-                batch.append(item)
-            while not done and len(batch) < MAX_BATCH:
-                try:
-                    item = calls.get_nowait()
-                except queue.Empty:
-                    break
-                if item is None:
-                    done = True
-                else:
-                    batch.append(item)
-            if batch:
-                with self._token:
-                    self._owner = threading.get_ident()
+            first = calls.get()
+            if first is None:
+                return
+            self._taken = 1
+            with self._token:
+                # Drain AFTER taking the token: everything that queued while the token was
+                # busy joins this batch (that is what turns N commits into one).
+                batch, done = [first], False
+                while len(batch) < MAX_BATCH:
                     try:
-                        self._execute(batch)
-                    finally:
-                        self._owner = 0
-                _answer(batch)
+                        item = calls.get_nowait()
+                    except queue.Empty:
+                        break
+                    if item is None:
+                        done = True
+                        break
+                    batch.append(item)
+                self._taken = 0
+                self._owner = me
+                try:
+                    self._execute(batch)
+                finally:
+                    self._owner = 0
+            _answer(batch)
             if done:
                 return
 
