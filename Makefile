@@ -1,4 +1,4 @@
-# mqlite-py: `make run` starts a broker (or the embedded demo), `make test` runs every test tier.
+# mqlite-py: `make run` starts the broker on ./data/mq.db, `make test` runs every test tier.
 PYTHON ?= python3
 VENV   := .venv
 PY     := $(VENV)/bin/python

@@ -135,7 +135,6 @@ class Settings:
     monitor_tokens: tuple[str, ...] = ()
     metrics: bool = False
     cors: str | None = None
-    ui: bool = True
     dlq_max_age_ms: int = DEFAULT_DLQ_MAX_AGE_MS
     dlq_max_count: int = DEFAULT_DLQ_MAX_COUNT
     dlq_max_bytes: int = 0
@@ -203,7 +202,6 @@ class Settings:
             monitor_tokens=monitor,
             metrics=metrics,
             cors=cors,
-            ui=_flag(environ, "MQLITE_UI", True),
             dlq_max_age_ms=age if retention else 0,
             dlq_max_count=count if retention else 0,
             dlq_max_bytes=nbytes if retention else 0,

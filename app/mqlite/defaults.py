@@ -18,7 +18,6 @@ PEEK_DEFAULT_MAX = 32
 PEEK_MAX = 1000
 RESPONSE_BYTE_BUDGET = 32 << 20  # Receive/Peek stop after crossing this many body bytes
 RENEW_BATCH_MAX = 512
-BATCH_CHUNK = 512  # pairs per statement in CompleteBatch (bind-parameter budget)
 
 # Idempotency records.
 SETTLEMENT_RECEIPT_TTL_MS = 30 * 60 * 1000

@@ -171,6 +171,13 @@ class Closed(MQLiteError):
     http_status = 500
 
 
+class BackupFailed(MQLiteError):
+    """the snapshot could not be taken, verified or restored."""
+
+    code = "internal"
+    http_status = 500
+
+
 class UnsupportedSQLite(MQLiteError):
     """the SQLite library is too old: mqlite needs SQLite 3.37 or newer (STRICT, RETURNING)."""
 

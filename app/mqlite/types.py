@@ -10,8 +10,6 @@ from dataclasses import dataclass, field
 from enum import StrEnum
 from typing import Protocol
 
-from mqlite import defaults
-
 
 class State(StrEnum):
     ACTIVE = "active"
@@ -46,8 +44,10 @@ class QueueConfig:
     the engine default, >0 bounds, -1 (any negative) = unbounded.
     """
 
-    lock_duration_ms: int = defaults.LOCK_DURATION_MS
-    max_delivery_count: int = defaults.MAX_DELIVERY_COUNT
+    # The leaves import nothing of ours: these equal defaults.LOCK_DURATION_MS and
+    # defaults.MAX_DELIVERY_COUNT (pinned by tests/repo/test_layering.py).
+    lock_duration_ms: int = 30_000
+    max_delivery_count: int = 10
     default_ttl_ms: int = 0
     dead_letter_on_expire: bool = True
     dedup_window_ms: int = 0
@@ -123,12 +123,10 @@ class Message:
         return dataclasses.replace(self, _settler=settler)
 
     def _require_settler(self) -> Settler:
-        if self._settler is None or not self.lock_token:
-            from mqlite.errors import InvalidArgument
-
-            raise InvalidArgument(
-                "this message holds no lock to settle (peeked or receive-and-delete)"
-            )
+        # Clients bind every message they return (a lockless one to a settler that raises
+        # their InvalidArgument); only a hand-built Message reaches this.
+        if self._settler is None:
+            raise TypeError("this message is not bound to a client: nothing to settle")
         return self._settler
 
     def complete(self) -> None:

@@ -39,7 +39,6 @@ def test_configured_tokens_are_trimmed_and_a_list_without_tokens_is_refused() ->
         ({"MQLITE_DLQ_MAX_COUNT": "-1"}, "MQLITE_DLQ_MAX_COUNT"),
         ({"MQLITE_MAX_MESSAGE_BYTES": "1MB"}, "MQLITE_MAX_MESSAGE_BYTES"),
         ({"MQLITE_METRICS": "maybe"}, "MQLITE_METRICS"),
-        ({"MQLITE_UI": "2"}, "MQLITE_UI"),
         ({"MQLITE_TOKENS": "off", "MQLITE_MONITOR_TOKENS": "m"}, "MQLITE_MONITOR_TOKENS"),
         ({"MQLITE_TOKENS": "a", "MQLITE_MONITOR_TOKENS": "a"}, "MQLITE_MONITOR_TOKENS"),
         ({"MQLITE_LOG_LEVEL": "loud"}, "MQLITE_LOG_LEVEL"),

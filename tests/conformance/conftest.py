@@ -1,5 +1,5 @@
 """Fixtures of the conformance suite: a FakeClock, a file-backed engine with background
-loops off (time moves only through ``clock.advance`` + ``mq.run_maintenance_once()``),
+loops off (time moves only through ``clock.advance`` + ``run_maintenance_once(mq)``),
 and a helper to create queues. Helpers shared by the test modules live in
 ``conformance_support.py`` beside this file.
 """

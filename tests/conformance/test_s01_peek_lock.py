@@ -8,6 +8,7 @@ import pytest
 from conformance_support import TOKEN_RE, counts, peek_one, send_bodies, seqs, state_of
 
 from mqlite import OutMessage
+from mqlite.testing import run_maintenance_once
 
 
 def test_1_1_receive_locks_active_message(mq, make_queue, clock):
@@ -79,7 +80,7 @@ def test_1_2_locked_message_not_delivered_to_second_consumer(mq, make_queue, clo
     assert seqs(second) == [b]
     assert mq.receive(q, max_messages=10) == []
     clock.advance(29_999)
-    mq.run_maintenance_once()
+    run_maintenance_once(mq)
     assert mq.receive(q, max_messages=10) == []
     assert counts(mq, q) == (0, 2, 0, 0, 0, 2)
 
@@ -93,7 +94,7 @@ def test_1_3_every_claim_increments_delivery_count(mq, make_queue, clock):
     (m,) = mq.receive(q)
     assert m.delivery_count == 2
     clock.advance(1_000)
-    mq.run_maintenance_once()
+    run_maintenance_once(mq)
     (m,) = mq.receive(q)
     assert m.delivery_count == 3
     assert peek_one(mq, q, seq).delivery_count == 3
@@ -115,13 +116,13 @@ def test_1_4_reaper_redelivers_or_dead_letters_at_max(mq, make_queue, clock):
     (m,) = mq.receive(q)
     assert m.delivery_count == 1
     clock.advance(1_000)
-    mq.run_maintenance_once()
+    run_maintenance_once(mq)
     assert state_of(mq, q, seq) == "active"
 
     (m,) = mq.receive(q)
     assert m.delivery_count == 2
     clock.advance(1_000)
-    mq.run_maintenance_once()
+    run_maintenance_once(mq)
     dead = peek_one(mq, q, seq)
     assert dead.state == "dead_lettered"
     assert dead.dead_letter_reason == "MaxDeliveryCountExceeded"
@@ -135,10 +136,10 @@ def test_1_4_reaper_boundary_locked_until_equal_now_is_reaped(mq, make_queue, cl
     seq = mq.send_one(q, OutMessage(body=b"x"))
     mq.receive(q)
     clock.advance(4_999)
-    mq.run_maintenance_once()
+    run_maintenance_once(mq)
     assert state_of(mq, q, seq) == "locked"
     clock.advance(1)
-    mq.run_maintenance_once()
+    run_maintenance_once(mq)
     m = peek_one(mq, q, seq)
     assert m.state == "active"
     assert m.lock_token == ""
@@ -152,7 +153,7 @@ def test_1_4_claim_never_reclaims_an_expired_unreaped_lock(mq, make_queue, clock
     assert mq.receive(q, max_messages=10) == []
     assert state_of(mq, q, seq) == "locked"
     assert counts(mq, q)[1] == 1
-    mq.run_maintenance_once()
+    run_maintenance_once(mq)
     (again,) = mq.receive(q)
     assert again.seq_number == seq
     assert again.delivery_count == 2

@@ -17,6 +17,7 @@ from conformance_support import (
 )
 
 from mqlite import OutMessage, errors
+from mqlite.testing import run_maintenance_once
 
 LOCK = 30_000
 
@@ -49,7 +50,7 @@ def test_2_1_completed_message_is_never_redelivered(mq, make_queue, clock):
     m = _one(mq, q)
     mq.complete(q, m.seq_number, m.lock_token)
     clock.advance(60_000)
-    mq.run_maintenance_once()
+    run_maintenance_once(mq)
     assert mq.receive(q, max_messages=10) == []
     assert counts(mq, q) == (0, 0, 0, 0, 0, 0)
 
@@ -103,12 +104,12 @@ def test_2_2b_abandon_with_delay_parks_in_scheduled(mq, make_queue, clock):
     assert mq.receive(q, max_messages=10) == []
 
     clock.advance(4_999)
-    mq.run_maintenance_once()
+    run_maintenance_once(mq)
     assert state_of(mq, q, m.seq_number) == "scheduled"
     assert mq.receive(q, max_messages=10) == []
 
     clock.advance(1)
-    mq.run_maintenance_once()
+    run_maintenance_once(mq)
     assert state_of(mq, q, m.seq_number) == "active"
     (again,) = mq.receive(q)
     assert again.seq_number == m.seq_number
@@ -145,7 +146,7 @@ def test_2_2c_backing_off_head_blocks_its_group_other_groups_proceed(mq, make_qu
     assert seqs(mq.receive(q, max_messages=10)) == [b2]  # A2 never overtakes the parked head
 
     clock.advance(10_000)
-    mq.run_maintenance_once()
+    run_maintenance_once(mq)
     (redelivered,) = mq.receive(q, max_messages=10)
     assert redelivered.seq_number == a1
     assert redelivered.delivery_count == 2
@@ -169,7 +170,7 @@ def test_2_2c_strict_fifo_backing_off_head_blocks_whole_queue(mq, make_queue, cl
     head.abandon(delay_ms=1_000)
     assert mq.receive(q, max_messages=10) == []
     clock.advance(1_000)
-    mq.run_maintenance_once()
+    run_maintenance_once(mq)
     (again,) = mq.receive(q, max_messages=10)
     assert again.seq_number == s1
     again.complete()
@@ -320,7 +321,7 @@ def test_2_4c_reaper_never_reclaims_deferred_rows(mq, make_queue, clock):
     m.defer()
     for _ in range(3):
         clock.advance(24 * 3_600_000)
-        mq.run_maintenance_once()
+        run_maintenance_once(mq)
     assert state_of(mq, q, m.seq_number) == "deferred"
     assert mq.receive(q, max_messages=10) == []
     lost = mq.peek(q, state="deferred", from_seq=0, max=32)
@@ -341,7 +342,7 @@ def test_2_5_renew_extends_the_lock(mq, make_queue, clock):
     assert peek_one(mq, q, m.seq_number).locked_until_ms == t0 + 10_000 + LOCK
 
     clock.advance(LOCK - 1)  # past the original deadline, before the renewed one
-    mq.run_maintenance_once()
+    run_maintenance_once(mq)
     assert state_of(mq, q, m.seq_number) == "locked"
     mq.complete(q, m.seq_number, m.lock_token)
     assert mq.stats(q).total == 0
@@ -370,7 +371,7 @@ def test_2_5_renew_never_revives_an_expired_lease(mq, make_queue, clock):
     with pytest.raises(errors.LockLost):
         mq.renew(q, m.seq_number, m.lock_token)
     assert peek_one(mq, q, m.seq_number).locked_until_ms == m.locked_until_ms
-    mq.run_maintenance_once()
+    run_maintenance_once(mq)
     assert state_of(mq, q, m.seq_number) == "active"
     (again,) = mq.receive(q)
     assert again.delivery_count == 2
@@ -429,7 +430,7 @@ def test_2_6a_settle_with_expired_lease_is_lock_lost_even_before_reaper(
     untouched = peek_one(mq, q, m.seq_number)
     assert untouched.state == "locked"  # the reaper has not run: nothing moved
     assert untouched.locked_until_ms == m.locked_until_ms
-    mq.run_maintenance_once()
+    run_maintenance_once(mq)
     assert state_of(mq, q, m.seq_number) == "active"
 
 
@@ -447,7 +448,7 @@ def test_2_6a_settle_after_reaper_cleared_the_token_is_lock_lost(mq, make_queue,
     q = make_queue(lock_duration_ms=LOCK, max_delivery_count=5)
     m = _one(mq, q)
     clock.advance(LOCK + 1)
-    mq.run_maintenance_once()
+    run_maintenance_once(mq)
     with pytest.raises(errors.LockLost):
         SETTLE_VERBS[verb](mq, q, m.seq_number, m.lock_token)
     assert state_of(mq, q, m.seq_number) == "active"
@@ -458,7 +459,7 @@ def test_2_6a_old_token_after_redelivery_is_lock_lost(mq, make_queue, clock, ver
     q = make_queue(lock_duration_ms=LOCK, max_delivery_count=5)
     old = _one(mq, q)
     clock.advance(LOCK)
-    mq.run_maintenance_once()
+    run_maintenance_once(mq)
     (new,) = mq.receive(q)
     with pytest.raises(errors.LockLost):
         SETTLE_VERBS[verb](mq, q, old.seq_number, old.lock_token)
@@ -507,7 +508,7 @@ def test_2_6b_exact_replay_after_lease_expiry_succeeds(mq, make_queue, clock, ve
     m = _one(mq, q)
     SETTLE_VERBS[verb](mq, q, m.seq_number, m.lock_token)
     clock.advance(LOCK * 10)  # well past the original lease, within the 30 min receipt TTL
-    mq.run_maintenance_once()
+    run_maintenance_once(mq)
     SETTLE_VERBS[verb](mq, q, m.seq_number, m.lock_token)
     assert state_of(mq, q, m.seq_number) == STATE_AFTER[verb]
 
@@ -693,7 +694,7 @@ def test_2_8b_renew_batch_expired_lease_is_not_ok_and_not_revived(mq, make_queue
     assert results[1].locked_until_ms == clock.now_ms() + LOCK
     assert results[1].locked_until_ms > clock.now_ms()
     assert peek_one(mq, q, a.seq_number).locked_until_ms == a.locked_until_ms
-    mq.run_maintenance_once()
+    run_maintenance_once(mq)
     assert state_of(mq, q, a.seq_number) == "active"
     assert state_of(mq, q, b.seq_number) == "locked"
 

@@ -7,6 +7,7 @@ import pytest
 from conformance_support import counts, peek_one, seqs, state_of
 
 from mqlite import OutMessage, errors
+from mqlite.testing import run_maintenance_once
 
 LOCK = 10_000
 
@@ -70,7 +71,7 @@ def test_5_1_future_scheduled_send_blocks_later_messages_of_its_group(mq, make_q
         m.complete()
     assert mq.receive(q, max_messages=10) == []  # `later` waits behind the scheduled one
     clock.advance(5_000)
-    mq.run_maintenance_once()
+    run_maintenance_once(mq)
     (m,) = mq.receive(q, max_messages=10)
     assert m.seq_number == sched
     m.complete()
@@ -154,7 +155,7 @@ def test_5_4_fifo_holds_across_lock_expiry(mq, make_queue, clock, mode):
     clock.advance(LOCK + 5_000)  # expired, not reaped
     (b1,) = _send(mq, q, ("b1", "B"))
     assert seqs(mq.receive(q, max_messages=10)) == [b1]  # A stays blocked; B proceeds
-    mq.run_maintenance_once()
+    run_maintenance_once(mq)
     (again,) = mq.receive(q, max_messages=10)
     assert again.seq_number == a1  # the head is redelivered first
     assert again.delivery_count == 2
@@ -168,7 +169,7 @@ def test_5_4_strict_fifo_holds_across_lock_expiry(mq, make_queue, clock):
     mq.receive(q)
     clock.advance(LOCK)
     assert mq.receive(q, max_messages=10) == []
-    mq.run_maintenance_once()
+    run_maintenance_once(mq)
     (again,) = mq.receive(q, max_messages=10)
     assert (again.seq_number, again.delivery_count) == (s1, 2)
     again.complete()
@@ -182,7 +183,7 @@ def test_5_4_dead_lettered_head_unblocks(mq, make_queue, clock, mode):
     mq.receive(q)
     clock.advance(LOCK)
     assert mq.receive(q, max_messages=10) == []
-    mq.run_maintenance_once()
+    run_maintenance_once(mq)
     dead = peek_one(mq, q, a1)
     assert (dead.state, dead.dead_letter_reason) == ("dead_lettered", "MaxDeliveryCountExceeded")
     assert seqs(mq.receive(q, max_messages=10)) == [a2]
@@ -203,7 +204,7 @@ def test_5_5_backoff_head_is_never_overtaken(mq, make_queue, clock, mode):
     for m in other:
         m.complete()
     clock.advance(3_000)
-    mq.run_maintenance_once()
+    run_maintenance_once(mq)
     (again,) = mq.receive(q, max_messages=10)
     assert (again.seq_number, again.delivery_count) == (a1, 2)
     again.complete()

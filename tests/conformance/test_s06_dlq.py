@@ -6,6 +6,7 @@ import pytest
 from conformance_support import counts, peek_all, peek_one, send_bodies, seqs
 
 from mqlite import OutMessage, errors
+from mqlite.testing import run_maintenance_once
 
 
 def _dead_letter(mq, q, bodies, **fields):
@@ -48,7 +49,7 @@ def test_6_1_max_delivery_count_via_lock_expiry(mq, make_queue, clock):
         if mq.receive(q):
             deliveries += 1
         clock.advance(1_000)
-        mq.run_maintenance_once()
+        run_maintenance_once(mq)
     assert deliveries == 3
     dead = peek_one(mq, q, seq)
     assert (dead.state, dead.dead_letter_reason) == ("dead_lettered", "MaxDeliveryCountExceeded")

@@ -6,6 +6,7 @@ import pytest
 from conformance_support import counts, peek_one, send_bodies, seqs, state_of
 
 from mqlite import OutMessage, errors
+from mqlite.testing import run_maintenance_once
 
 
 def test_7_1a_scheduled_message_is_not_receivable_until_activated(mq, make_queue, clock):
@@ -18,12 +19,12 @@ def test_7_1a_scheduled_message_is_not_receivable_until_activated(mq, make_queue
     assert mq.receive(q, max_messages=10) == []
 
     clock.advance(59_999)
-    mq.run_maintenance_once()
+    run_maintenance_once(mq)
     assert state_of(mq, q, seq) == "scheduled"
     assert mq.receive(q, max_messages=10) == []
 
     clock.advance(1)
-    mq.run_maintenance_once()
+    run_maintenance_once(mq)
     assert state_of(mq, q, seq) == "active"
     (got,) = mq.receive(q)
     assert (got.seq_number, got.body, got.delivery_count) == (seq, b"later", 1)
@@ -34,7 +35,7 @@ def test_7_1a_due_scheduled_row_waits_for_the_scheduler(mq, make_queue, clock):
     (seq,) = mq.schedule(q, [OutMessage(body=b"x")], at_ms=clock.now_ms() + 1_000)
     clock.advance(5_000)
     assert mq.receive(q, max_messages=10) == []  # only the scheduler activates
-    mq.run_maintenance_once()
+    run_maintenance_once(mq)
     assert seqs(mq.receive(q)) == [seq]
 
 
@@ -57,7 +58,7 @@ def test_7_1b_cancel_deletes_a_never_delivered_scheduled_row(mq, make_queue, clo
     with pytest.raises(errors.NotFound):
         mq.cancel(q, drop)
     clock.advance(1_000)
-    mq.run_maintenance_once()
+    run_maintenance_once(mq)
     assert seqs(mq.receive(q, max_messages=10)) == [keep]
 
 
@@ -71,7 +72,7 @@ def test_7_1b_cancel_of_a_backoff_parked_redelivery_is_not_found(mq, make_queue,
         mq.cancel(q, seq)
     assert exc.value.http_status == 404
     clock.advance(2_000)
-    mq.run_maintenance_once()
+    run_maintenance_once(mq)
     (again,) = mq.receive(q)  # the message comes back
     assert (again.seq_number, again.delivery_count) == (seq, 2)
 
@@ -93,10 +94,10 @@ def test_7_2a_ttl_expiry_dead_letters(mq, make_queue, clock):
     seq = mq.send_one(q, OutMessage(body=b"x"))
     assert peek_one(mq, q, seq).expires_at_ms == clock.now_ms() + 1_000
     clock.advance(999)
-    mq.run_maintenance_once()
+    run_maintenance_once(mq)
     assert state_of(mq, q, seq) == "active"
     clock.advance(1)
-    mq.run_maintenance_once()
+    run_maintenance_once(mq)
     dead = peek_one(mq, q, seq)
     assert (dead.state, dead.dead_letter_reason) == ("dead_lettered", "TTLExpired")
 
@@ -105,7 +106,7 @@ def test_7_2a_ttl_expiry_discards_when_dead_letter_on_expire_is_off(mq, make_que
     q = make_queue(default_ttl_ms=1_000, dead_letter_on_expire=False)
     seq = mq.send_one(q, OutMessage(body=b"x"))
     clock.advance(1_000)
-    mq.run_maintenance_once()
+    run_maintenance_once(mq)
     assert peek_one(mq, q, seq) is None
     assert mq.stats(q).total == 0
 
@@ -154,7 +155,7 @@ def test_7_2b_ttl_covers_every_non_terminal_state(mq, make_queue, clock, state, 
     q = make_queue(lock_duration_ms=600_000, dead_letter_on_expire=to_dlq, max_delivery_count=5)
     seq, token = _into_state(mq, q, clock, state)
     clock.advance(1_000)
-    mq.run_maintenance_once()
+    run_maintenance_once(mq)
     if to_dlq:
         dead = peek_one(mq, q, seq)
         assert (dead.state, dead.dead_letter_reason) == ("dead_lettered", "TTLExpired")
@@ -173,7 +174,7 @@ def test_7_2b_ttl_is_anchored_at_visible_at(mq, make_queue, clock):
     m = peek_one(mq, q, seq)
     assert m.expires_at_ms == at + 5_000
     clock.advance(60_000)
-    mq.run_maintenance_once()
+    run_maintenance_once(mq)
     assert state_of(mq, q, seq) == "active"
     (got,) = mq.receive(q)
     assert got.seq_number == seq
@@ -185,8 +186,8 @@ def test_7_2b_deferred_message_recovers_only_through_ttl(mq, make_queue, clock):
     (m,) = mq.receive(q)
     m.defer()
     clock.advance(3_599_999)
-    mq.run_maintenance_once()
+    run_maintenance_once(mq)
     assert state_of(mq, q, s[0]) == "deferred"
     clock.advance(1)
-    mq.run_maintenance_once()
+    run_maintenance_once(mq)
     assert peek_one(mq, q, s[0]).dead_letter_reason == "TTLExpired"

@@ -6,6 +6,7 @@ from __future__ import annotations
 from conformance_support import counts, peek_all, send_bodies
 
 from mqlite import OutMessage, QueueConfig
+from mqlite.testing import run_maintenance_once
 
 DAY = 24 * 3_600_000
 
@@ -27,23 +28,23 @@ def _dlq(mq, q):
 def test_8_1_count_bound_drops_oldest(mq, make_queue):
     q = make_queue(dlq_max_count=3)
     s = _dead_letter(mq, q, [b"%d" % i for i in range(5)])
-    mq.run_maintenance_once()
+    run_maintenance_once(mq)
     assert _dlq(mq, q) == s[2:]
-    mq.run_maintenance_once()
+    run_maintenance_once(mq)
     assert _dlq(mq, q) == s[2:]  # under the cap: nothing more goes
 
 
 def test_8_1_bytes_bound_drops_oldest(mq, make_queue):
     q = make_queue(dlq_max_bytes=250)
     s = _dead_letter(mq, q, [bytes([i]) * 100 for i in range(5)])
-    mq.run_maintenance_once()
+    run_maintenance_once(mq)
     assert _dlq(mq, q) == s[3:]  # newest 200 bytes fit; the third crosses 250
 
 
 def test_8_1_bytes_bound_is_inclusive(mq, make_queue):
     q = make_queue(dlq_max_bytes=300)
     s = _dead_letter(mq, q, [bytes([i]) * 100 for i in range(5)])
-    mq.run_maintenance_once()
+    run_maintenance_once(mq)
     assert _dlq(mq, q) == s[2:]
 
 
@@ -55,10 +56,10 @@ def test_8_1_age_bound_drops_old_by_enqueue_time(mq, make_queue, clock):
     for m in mq.receive(q, max_messages=2):
         m.reject()  # both dead-lettered now: age counts from enqueue, not from here
     clock.advance(5_000)  # old is exactly max_age old: kept
-    mq.run_maintenance_once()
+    run_maintenance_once(mq)
     assert _dlq(mq, q) == [old, young]
     clock.advance(1)
-    mq.run_maintenance_once()
+    run_maintenance_once(mq)
     assert _dlq(mq, q) == [young]
 
 
@@ -71,7 +72,7 @@ def test_8_1_retention_touches_only_dead_lettered_rows(mq, make_queue, clock):
     got[active].abandon()
     got[deferred].defer()
     clock.advance(60_000)
-    mq.run_maintenance_once()
+    run_maintenance_once(mq)
     assert _dlq(mq, q) == []
     assert counts(mq, q) == (1, 1, 1, 1, 0, 4)
     assert [m.seq_number for m in peek_all(mq, q)] == [active, locked, deferred, sched]
@@ -82,7 +83,7 @@ def test_8_2_no_bound_means_no_auto_deletion(mq, make_queue, clock):
     q = make_queue()
     s = _dead_letter(mq, q, [b"x" * 1000 for _ in range(20)])
     clock.advance(400 * DAY)
-    mq.run_maintenance_once()
+    run_maintenance_once(mq)
     assert _dlq(mq, q) == s
 
 
@@ -90,7 +91,7 @@ def test_8_3_per_queue_zero_inherits_the_engine_default(open_mq):
     mq = open_mq(dlq_max_count=2)
     mq.create_queue("q", QueueConfig(dlq_max_count=0))
     s = _dead_letter(mq, "q", [b"1", b"2", b"3", b"4"])
-    mq.run_maintenance_once()
+    run_maintenance_once(mq)
     assert _dlq(mq, "q") == s[2:]
 
 
@@ -98,7 +99,7 @@ def test_8_3_per_queue_positive_overrides_the_engine_default(open_mq):
     mq = open_mq(dlq_max_count=2)
     mq.create_queue("q", QueueConfig(dlq_max_count=3))
     s = _dead_letter(mq, "q", [b"1", b"2", b"3", b"4", b"5"])
-    mq.run_maintenance_once()
+    run_maintenance_once(mq)
     assert _dlq(mq, "q") == s[2:]
 
 
@@ -107,7 +108,7 @@ def test_8_3_per_queue_negative_is_unbounded(open_mq, clock):
     mq.create_queue("q", QueueConfig(dlq_max_count=-1, dlq_max_age_ms=-1, dlq_max_bytes=-1))
     s = _dead_letter(mq, "q", [b"1", b"2", b"3", b"4"])
     clock.advance(DAY)
-    mq.run_maintenance_once()
+    run_maintenance_once(mq)
     assert _dlq(mq, "q") == s
 
 
@@ -118,11 +119,11 @@ def test_8_3_per_queue_age_override(open_mq, clock):
     _dead_letter(mq, "short", [b"1"])
     s = _dead_letter(mq, "inherit", [b"1"])
     clock.advance(2_000)
-    mq.run_maintenance_once()
+    run_maintenance_once(mq)
     assert _dlq(mq, "short") == []
     assert _dlq(mq, "inherit") == s
     clock.advance(DAY)
-    mq.run_maintenance_once()
+    run_maintenance_once(mq)
     assert _dlq(mq, "inherit") == []
 
 
@@ -132,6 +133,6 @@ def test_8_3_engine_bytes_default_applies_per_queue(open_mq):
         mq.create_queue(name, QueueConfig())
     sa = _dead_letter(mq, "a", [b"x" * 100, b"y" * 100])
     sb = _dead_letter(mq, "b", [b"z" * 100])
-    mq.run_maintenance_once()
+    run_maintenance_once(mq)
     assert _dlq(mq, "a") == sa[1:]
     assert _dlq(mq, "b") == sb

@@ -11,6 +11,7 @@ from conformance_support import send_bodies, seqs
 
 import mqlite
 from mqlite import OutMessage, QueueConfig, errors
+from mqlite.testing import run_maintenance_once
 
 JOIN_S = 60
 
@@ -56,7 +57,7 @@ def test_14_2_exactly_one_settlement_winner_after_expiry_reap_redelivery(mq, mak
     send_bodies(mq, q, [b"%d" % i for i in range(n)])
     old = {m.seq_number: m for m in mq.receive(q, max_messages=n)}
     clock.advance(1_000)
-    mq.run_maintenance_once()
+    run_maintenance_once(mq)
     new = {m.seq_number: m for m in mq.receive(q, max_messages=n)}
     assert set(old) == set(new)
 
@@ -95,7 +96,7 @@ def test_14_2_old_and_new_holder_race_every_verb(mq, make_queue, clock):
     send_bodies(mq, q, [v.encode() for v in verbs])
     old = mq.receive(q, max_messages=len(verbs))
     clock.advance(1_000)
-    mq.run_maintenance_once()
+    run_maintenance_once(mq)
     new = {m.seq_number: m for m in mq.receive(q, max_messages=len(verbs))}
     for m_old, verb in zip(old, verbs, strict=True):
         m_new = new[m_old.seq_number]
@@ -149,7 +150,7 @@ def test_14_3_completed_message_is_never_delivered_again(mq, make_queue, clock):
     assert len(completed) == n
     assert set(deliveries.values()) == {1}
     clock.advance(3_600_000)
-    mq.run_maintenance_once()
+    run_maintenance_once(mq)
     assert mq.receive(q, max_messages=256) == []
     assert mq.stats(q).total == 0
 
@@ -225,7 +226,7 @@ def test_14_5_operations_after_close_raise_closed(mq, make_queue):
         lambda: mq.peek(q, from_seq=0, max=32),
         lambda: mq.create_queue("other", QueueConfig()),
         lambda: mq.list_queues(),
-        lambda: mq.run_maintenance_once(),
+        lambda: run_maintenance_once(mq),
         lambda: mq.tx().__enter__(),
     ]
     for i, call in enumerate(calls):

@@ -257,7 +257,6 @@ def test_mqlite_addr_is_used_without_flag(broker_factory: BrokerFactory) -> None
         ({"MQLITE_DLQ_MAX_COUNT": "-1"}, [], "MQLITE_DLQ_MAX_COUNT"),
         ({"MQLITE_MAX_MESSAGE_BYTES": "lots"}, [], "MQLITE_MAX_MESSAGE_BYTES"),
         ({"MQLITE_METRICS": "maybe"}, [], "MQLITE_METRICS"),
-        ({"MQLITE_UI": "sometimes"}, [], "MQLITE_UI"),
     ],
 )
 def test_invalid_config_fails_startup_naming_the_variable(

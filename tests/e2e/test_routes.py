@@ -877,11 +877,11 @@ def test_content_type_is_not_checked(broker: Broker) -> None:
     assert r.status_code == 200 and r.json()["queue"] == q
 
 
-def test_ui_off_paths_are_open_404s(broker_factory: BrokerFactory) -> None:
-    """api-reference "Open endpoints": `/ui` is auth-exempt; with `MQLITE_UI=off` "`/ui`
-    404s and the card's optional `ui` field is omitted" (original-behaviour §8 "Auth header
-    parsing": exempt paths are exactly `/`, `/healthz`, `/ui` and the prefix `/ui/`)."""
-    b = broker_factory({"MQLITE_UI": "off"})
+def test_ui_paths_are_open_404s_while_no_console_is_served(broker_factory: BrokerFactory) -> None:
+    """api-reference "Open endpoints": `/ui` is auth-exempt (original-behaviour §8 "Auth
+    header parsing": exempt paths are exactly `/`, `/healthz`, `/ui` and the prefix
+    `/ui/`); with no console served it 404s for everyone and the card has no `ui`."""
+    b = broker_factory({})
     assert "ui" not in httpx.get(b.base_url + "/").json()
     for path in ("/ui", "/ui/", "/ui/index.html"):
         assert_error(httpx.get(b.base_url + path), 404, "not_found")

@@ -19,6 +19,7 @@ import pytest
 
 from mqlite import OutMessage, QueueConfig
 from mqlite.clock import FakeClock
+from mqlite.testing import run_maintenance_once
 
 Q = "deep"
 BACKLOG = 20_000
@@ -83,7 +84,7 @@ def test_blocked_deep_backlog_answers_nothing_fast(
         head.complete()
         expect_first = first_backlog
     elif blocker == "expired_lock":
-        mq.run_maintenance_once()  # reaper: redelivered first with count + 1 (§5.4)
+        run_maintenance_once(mq)  # reaper: redelivered first with count + 1 (§5.4)
         expect_first = head_seq
     elif blocker == "deferred":
         [again] = mq.receive_deferred(Q, [head_seq])
@@ -91,7 +92,7 @@ def test_blocked_deep_backlog_answers_nothing_fast(
         expect_first = first_backlog
     else:
         clock.advance(BACKOFF_MS)
-        mq.run_maintenance_once()  # scheduler re-activates the parked head (§5.5)
+        run_maintenance_once(mq)  # scheduler re-activates the parked head (§5.5)
         expect_first = head_seq
     got, elapsed = _timed_receive(mq, 64)
     assert [m.seq_number for m in got] == [expect_first], "one message of the group, in order"

@@ -16,8 +16,7 @@ from hypothesis import strategies as st
 
 from mqlite import errors
 from mqlite.clock import FakeClock
-from mqlite.engine import keys
-from mqlite.engine import Engine
+from mqlite.engine import Engine, keys
 from mqlite.types import AccessKey, Permission
 
 START_MS = 1_700_000_000_000

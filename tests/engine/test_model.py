@@ -42,6 +42,7 @@ from hypothesis.stateful import (
 import mqlite
 from mqlite import OutMessage, QueueConfig, errors
 from mqlite.clock import FakeClock
+from mqlite.testing import run_maintenance_once
 
 Q = "q"
 LOCK_MS = 30_000
@@ -586,7 +587,7 @@ class QueueModelMachine(RuleBasedStateMachine):
         if ms > 0:
             self.clock.advance(ms)
         if maintain:
-            self.mq.run_maintenance_once()
+            run_maintenance_once(self.mq)
             self.model.maintenance(self.now)
 
     # -- invariants --------------------------------------------------------------------
@@ -697,7 +698,7 @@ def test_lease_deadline_equality_is_expired_before_the_reaper(env: Any, verb: st
         SETTLES[verb](mq, m.seq_number, m.lock_token)
     stats = mq.stats(Q)
     assert (stats.locked, stats.total) == (1, 1), "a refused settlement must not touch the row"
-    mq.run_maintenance_once()
+    run_maintenance_once(mq)
     again = _receive_one(mq)
     assert (again.seq_number, again.delivery_count) == (m.seq_number, 2)
 

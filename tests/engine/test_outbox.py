@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 
 import mqlite
-from mqlite import OutMessage, errors
+from mqlite import OutMessage, errors, testing
 
 
 @pytest.fixture
@@ -52,7 +52,7 @@ def test_a_failing_send_inside_undoes_only_itself(mq: mqlite.EmbeddedClient) -> 
 
 def test_long_polls_are_woken_only_after_commit(mq: mqlite.EmbeddedClient) -> None:
     woken: list[str] = []
-    mq.notifier.register("events", lambda: woken.append("events"))
+    testing.engine(mq).notifier.register("events", lambda: woken.append("events"))
     with mq.tx() as tx:
         tx.send_one("events", OutMessage(body=b"x"))
         assert woken == []
@@ -61,7 +61,7 @@ def test_long_polls_are_woken_only_after_commit(mq: mqlite.EmbeddedClient) -> No
 
 def test_no_wake_up_for_a_rolled_back_send(mq: mqlite.EmbeddedClient) -> None:
     woken: list[str] = []
-    waiter = mq.notifier.register("events", lambda: woken.append("events"))
+    waiter = testing.engine(mq).notifier.register("events", lambda: woken.append("events"))
     with pytest.raises(ValueError), mq.tx() as tx:
         tx.send_one("events", OutMessage(body=b"x"))
         raise ValueError

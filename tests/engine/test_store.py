@@ -11,7 +11,7 @@ from pathlib import Path
 import pytest
 
 import mqlite
-from mqlite import errors
+from mqlite import errors, testing
 from mqlite.engine import store
 
 APP_DIR = str(Path(__file__).resolve().parents[2] / "app")
@@ -110,7 +110,7 @@ def test_mqlite_sync_environment_variable_sets_the_default(
     monkeypatch.setenv("MQLITE_SYNC", "full")
     mq = mqlite.open_embedded(f"file:{db_path}", background=False)
     try:
-        assert mq.store.conn.execute("PRAGMA synchronous").fetchone()[0] == 2
+        assert testing.engine(mq).store.conn.execute("PRAGMA synchronous").fetchone()[0] == 2
     finally:
         mq.close()
     monkeypatch.setenv("MQLITE_SYNC", "bogus")
@@ -152,7 +152,9 @@ def test_reopen_keeps_data_and_the_version_row(db_path: Path) -> None:
     mq = mqlite.open_embedded(f"file:{db_path}", background=False)
     try:
         assert [m.seq_number for m in mq.peek("q")] == [seq]
-        row = mq.store.conn.execute("SELECT value FROM meta WHERE key='schema_version'")
+        row = testing.engine(mq).store.conn.execute(
+            "SELECT value FROM meta WHERE key='schema_version'"
+        )
         assert row.fetchone()[0] == "5"
     finally:
         mq.close()

@@ -232,9 +232,7 @@ def test_a_failed_outer_commit_fails_every_call_and_changes_nothing(
     eng.complete("q", held.seq_number, held.lock_token)  # the lease is intact
 
 
-def test_no_sqlite3_exception_escapes_a_verb(
-    eng: Engine, monkeypatch: pytest.MonkeyPatch
-) -> None:
+def test_no_sqlite3_exception_escapes_a_verb(eng: Engine, monkeypatch: pytest.MonkeyPatch) -> None:
     eng.create_queue("q")
 
     def broken(conn: sqlite3.Connection) -> None:

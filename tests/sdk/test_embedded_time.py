@@ -8,6 +8,7 @@ import pytest
 import mqlite
 from mqlite import OutMessage, QueueConfig, errors, wire
 from mqlite.clock import FakeClock
+from mqlite.testing import run_maintenance_once
 
 
 def test_lease_expiry_is_lock_lost_and_renew_extends(
@@ -33,7 +34,7 @@ def test_scheduled_message_activates(embedded: mqlite.EmbeddedClient, clock: Fak
     [seq] = embedded.schedule("q", [OutMessage(b"x")], at_ms=clock.now_ms() + 5_000)
     assert embedded.receive("q") == []
     clock.advance(5_000)
-    embedded.run_maintenance_once()
+    run_maintenance_once(embedded)
     assert [m.seq_number for m in embedded.receive("q")] == [seq]
 
 

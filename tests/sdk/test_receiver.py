@@ -28,6 +28,7 @@ from mqlite import (
     QueueConfig,
     Receiver,
     errors,
+    testing,
 )
 from mqlite.clock import SYSTEM_CLOCK, FakeClock
 from mqlite.sdk.consumer import RENEW_FLOOR_MS, renewal_delay_ms
@@ -132,7 +133,7 @@ def test_handler_return_completes(
     engine.create_queue("q")
     seqs = send(engine, "q", 3)
     seen: list[bytes] = []
-    r = start(stoppers, spy, "q", lambda m: seen.append(m.body), clock=engine.clock)
+    r = start(stoppers, spy, "q", lambda m: seen.append(m.body), clock=testing.engine(engine).clock)
     spy.wait_for(calls_of("complete", 3))
     r.stop()
     assert sorted(seen) == [b"m0", b"m1", b"m2"]
@@ -159,7 +160,7 @@ def test_handler_raise_abandons_and_redelivers_until_max_delivery_dead_letters(
         spy,
         "q",
         handler,
-        clock=engine.clock,
+        clock=testing.engine(engine).clock,
         on_error=lambda exc, m: reported.append((exc, m)),
     )
     spy.wait_for(calls_of("abandon", 3))
@@ -184,7 +185,7 @@ def test_dead_letter_exception_rejects_with_reason(
     def handler(m: Message) -> None:
         raise DeadLetter("BadSchema", "field 'x' missing")
 
-    r = start(stoppers, spy, "q", handler, clock=engine.clock)
+    r = start(stoppers, spy, "q", handler, clock=testing.engine(engine).clock)
     spy.wait_for(calls_of("reject", 1))
     r.stop()
     [dead] = engine.peek("q", state="dead_lettered")
@@ -225,7 +226,8 @@ def test_backoff_parks_the_abandoned_message_as_scheduled_with_the_jittered_dela
         assert m.visible_at_ms == clock.now_ms() + expected
         assert last(spy, "abandon")[1][3] == expected
         clock.advance(expected + 1)
-        engine.activate_scheduled()  # due: back to active, and the parked poll is woken
+        # due: back to active, and the parked poll is woken
+        testing.engine(engine).activate_scheduled()
     spy.wait_for(calls_of("abandon", 5))
     r.stop()
 
@@ -299,7 +301,7 @@ def test_concurrency_bound_is_respected_and_reached(
             with lock:
                 active -= 1
 
-    r = start(stoppers, spy, "q", handler, concurrency=3, clock=engine.clock)
+    r = start(stoppers, spy, "q", handler, concurrency=3, clock=testing.engine(engine).clock)
     assert three.wait(WAIT)
     st = engine.stats("q")
     assert (st.locked, st.active) == (3, 7)  # claimed no more than the free slots
@@ -327,7 +329,7 @@ def test_stop_mid_work_lets_handlers_finish_and_claims_nothing_more(
         both.wait(WAIT)
         assert release.wait(WAIT)
 
-    r = start(stoppers, spy, "q", handler, concurrency=2, clock=engine.clock)
+    r = start(stoppers, spy, "q", handler, concurrency=2, clock=testing.engine(engine).clock)
     both.wait(WAIT)
     stopper = threading.Thread(target=r.stop)
     stopper.start()
@@ -358,7 +360,7 @@ def test_stop_timeout_abandons_in_flight_messages_with_no_delay(
         finally:
             returned.release()
 
-    r = start(stoppers, spy, "q", handler, concurrency=2, clock=engine.clock)
+    r = start(stoppers, spy, "q", handler, concurrency=2, clock=testing.engine(engine).clock)
     both.wait(WAIT)
     started = time.monotonic()
     r.stop(timeout=0.2)
@@ -385,9 +387,16 @@ def test_stop_does_not_wait_for_a_parked_long_poll_and_abandons_its_late_claim(
 ) -> None:
     engine.create_queue("q")
     called = threading.Event()
-    r = start(stoppers, spy, "q", lambda m: called.set(), wait_ms=20_000, clock=engine.clock)
+    r = start(
+        stoppers,
+        spy,
+        "q",
+        lambda m: called.set(),
+        wait_ms=20_000,
+        clock=testing.engine(engine).clock,
+    )
     deadline = time.monotonic() + WAIT
-    while engine.notifier.waiting("q") == 0:
+    while testing.engine(engine).notifier.waiting("q") == 0:
         assert time.monotonic() < deadline, "the receiver never parked a long poll"
         threading.Event().wait(0.005)
     started = time.monotonic()
@@ -411,7 +420,7 @@ def test_a_handler_can_stop_its_own_receiver(
     def handler(m: Message) -> None:
         holder[0].stop()  # only requests the stop: waiting here would wait on itself
 
-    r = Receiver(spy, "q", handler, wait_ms=200, clock=engine.clock)
+    r = Receiver(spy, "q", handler, wait_ms=200, clock=testing.engine(engine).clock)
     holder.append(r)
     stoppers.append(r)
     runner = threading.Thread(target=r.run)
@@ -425,7 +434,7 @@ def test_a_handler_can_stop_its_own_receiver(
 def test_context_manager_starts_and_stops(engine: mqlite.EmbeddedClient, spy: SpyClient) -> None:
     engine.create_queue("q")
     send(engine, "q", 2)
-    with Receiver(spy, "q", lambda m: None, wait_ms=200, clock=engine.clock) as r:
+    with Receiver(spy, "q", lambda m: None, wait_ms=200, clock=testing.engine(engine).clock) as r:
         assert r.running
         spy.wait_for(calls_of("complete", 2))
     assert not r.running
@@ -465,7 +474,7 @@ def test_auth_errors_stop_the_receiver_and_surface_from_run(
     engine.create_queue("q")
     send(engine, "q", 1)
     client = FailingReceives(engine, [err])
-    r = Receiver(client, "q", lambda m: None, wait_ms=200, clock=engine.clock)
+    r = Receiver(client, "q", lambda m: None, wait_ms=200, clock=testing.engine(engine).clock)
     with pytest.raises(type(err)):
         r.run()
     assert r.error is err
@@ -496,7 +505,9 @@ def test_permission_denied_mid_run_drains_in_flight_work_then_surfaces_from_stop
         entered.set()
         assert release.wait(WAIT)
 
-    r = Receiver(client, "q", handler, concurrency=2, wait_ms=200, clock=engine.clock).start()
+    r = Receiver(
+        client, "q", handler, concurrency=2, wait_ms=200, clock=testing.engine(engine).clock
+    ).start()
     assert entered.wait(WAIT)
     assert denied.wait(WAIT)  # the free slot's receive was refused while a handler runs
     release.set()
@@ -520,7 +531,7 @@ def test_transient_receive_errors_are_retried_with_the_same_attempt_id(
         lambda m: None,
         retry_backoff=Backoff(10, 20, rng=random.Random(3)),
         on_error=lambda exc, m: reported.append(exc),
-        clock=engine.clock,
+        clock=testing.engine(engine).clock,
     )
     client.wait_for(calls_of("complete", 1))
     r.stop()
@@ -540,7 +551,7 @@ def test_a_persistently_failing_receive_never_busy_loops(engine: mqlite.Embedded
         lambda m: None,
         retry_backoff=Backoff(0, 0),
         on_error=lambda exc, m: None,
-        clock=engine.clock,
+        clock=testing.engine(engine).clock,
     )
     started = time.monotonic()
     r.start()
@@ -553,7 +564,7 @@ def test_a_persistently_failing_receive_never_busy_loops(engine: mqlite.Embedded
 def test_an_empty_zero_wait_poll_never_busy_loops(engine: mqlite.EmbeddedClient) -> None:
     engine.create_queue("q")
     client = SpyClient(engine)
-    r = Receiver(client, "q", lambda m: None, wait_ms=0, clock=engine.clock)
+    r = Receiver(client, "q", lambda m: None, wait_ms=0, clock=testing.engine(engine).clock)
     started = time.monotonic()
     r.start()
     client.wait_for(calls_of("receive", 5))
@@ -584,7 +595,7 @@ def test_a_lost_lease_is_counted_and_the_loop_carries_on(
     r = start(stoppers, spy, "q", handler, on_error=lambda exc, m: reported.append(exc))
     spy.wait_for(calls_of("complete!", 1))  # the late completion is refused ...
     assert isinstance(last(spy, "complete!")[2], errors.LockLost)
-    engine.reap_locks()  # ... the broker redelivers ...
+    testing.engine(engine).reap_locks()  # ... the broker redelivers ...
     spy.wait_for(calls_of("complete", 1))  # ... and the receiver handles it again
     r.stop()
     assert deliveries == [1, 2]

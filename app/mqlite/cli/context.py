@@ -64,12 +64,7 @@ class Context:
     def embedded(self) -> mqlite.EmbeddedClient:
         """The local database itself (refused while another process owns it)."""
         if self._embedded is None:
-            client = mqlite.open_embedded(self.target.dsn, background=False)
-            try:
-                catch_up(client)
-            except BaseException:
-                client.close()
-                raise
+            client = mqlite.open_embedded(self.target.dsn, background=False, catch_up=True)
             self._embedded = self._client = client
         return self._embedded
 
@@ -77,10 +72,3 @@ class Context:
         client, self._client, self._embedded = self._client, None, None
         if client is not None:
             client.close()
-
-
-def catch_up(client: mqlite.EmbeddedClient) -> None:
-    """What the broker's loops would have done since the database was last open."""
-    client.reap_locks()
-    client.activate_scheduled()
-    client.expire_ttl()

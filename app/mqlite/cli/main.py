@@ -11,7 +11,8 @@ import argparse
 import os
 import sys
 
-from mqlite import __version__, errors
+from mqlite import errors
+from mqlite.version import VERSION as __version__
 
 
 def _bool_flag(text: str) -> bool:

@@ -60,7 +60,8 @@ class AdminOps(EngineCore):
         if state is not None and not isinstance(state, str):
             raise errors.InvalidArgument("state must be a string")
         with self.store.transaction() as conn:
-            return peek.peek(conn, q.name, state=state or None, from_seq=from_seq, max=max)
+            found = peek.peek(conn, q.name, state=state or None, from_seq=from_seq, max=max)
+        return self._bind(found)
 
     @serialized
     def stats(self, queue: str) -> Stats:
@@ -203,6 +204,13 @@ class AdminOps(EngineCore):
             conn.execute(maintenance.WAL_CHECKPOINT_TRUNCATE_SQL).fetchall()
             conn.execute(VACUUM_SQL)
             conn.execute(maintenance.WAL_CHECKPOINT_TRUNCATE_SQL).fetchall()
+
+    def catch_up(self) -> None:
+        """The time-driven passes once (leases, scheduled, TTL): what the loops would have
+        done while no process had the database open."""
+        self.reap_locks()
+        self.activate_scheduled()
+        self.expire_ttl()
 
     def run_maintenance_once(self) -> MaintenanceReport:
         """Every pass once, in the spec's order, at the clock's current time."""

@@ -33,10 +33,6 @@ def decode_properties(text: str | None) -> dict[str, str]:
     return value
 
 
-def null_if_empty(value: str | None) -> str | None:
-    return value if value else None
-
-
 def row_to_message(row: sqlite3.Row | tuple[Any, ...], *, peek: bool = False) -> Message:
     """Build a ``Message`` from a row selected with ``MESSAGE_COLUMNS``.
 

@@ -45,7 +45,6 @@ DURATION = T("duration")
 MONTH = T("month")
 WEEKDAY = T("weekday")
 LOCATION = T("location")
-FUNC = T("func")
 ENV = T("env")
 STRINGS = T("array", STRING)
 PROPERTIES = T("map", STRING, STRING)
@@ -58,10 +57,6 @@ def array_of(elem: T) -> T:
 
 def map_of(key: T, elem: T) -> T:
     return T("map", elem, key)
-
-
-def is_unknown(t: T) -> bool:
-    return t.kind == "unknown"
 
 
 def is_number(t: T) -> bool:

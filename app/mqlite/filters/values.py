@@ -107,11 +107,6 @@ class Named:
         return names[self.value - offset]
 
 
-def is_num(v: object) -> bool:
-    tv = type(v)
-    return tv is int or tv is float
-
-
 def equal(a: object, b: object) -> bool:
     """``runtime.Equal``: numbers across int/float, arrays element-wise, else strict."""
     ta, tb = type(a), type(b)

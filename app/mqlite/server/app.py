@@ -19,7 +19,7 @@ from starlette.responses import JSONResponse, PlainTextResponse, Response
 from starlette.routing import Route
 from starlette.types import Receive, Scope, Send
 
-from mqlite import __version__, errors, wire
+from mqlite import errors, wire
 from mqlite.config import Settings
 from mqlite.engine import DLQBounds, Engine
 from mqlite.scheduling import MaintenanceScheduler
@@ -31,6 +31,7 @@ from mqlite.server.metrics import Metrics
 from mqlite.server.rpc import RpcDispatcher
 from mqlite.server.runtime import Runtime
 from mqlite.types import AccessKey
+from mqlite.version import VERSION as __version__
 
 log = logging.getLogger("mqlite.server")
 

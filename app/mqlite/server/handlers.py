@@ -13,13 +13,14 @@ from typing import Any
 
 from starlette.types import Receive
 
-from mqlite import __version__, errors
+from mqlite import errors
 from mqlite import wire as w
 from mqlite.config import Settings
 from mqlite.engine import Engine
 from mqlite.engine.dlq import PACE_INTERVAL_MS, paced_chunks
 from mqlite.server.runtime import Runtime
 from mqlite.types import ReceiveMode
+from mqlite.version import VERSION as __version__
 
 
 @dataclass(slots=True)

@@ -3,12 +3,12 @@
 from __future__ import annotations
 
 import argparse
-import contextlib
 import os
 from typing import Any
 
 from mqlite.cli.args import output_flag
 from mqlite.cli.context import Context, Failure
+from mqlite.sdk.embedded import database_path
 
 
 def register(sub: Any, common: argparse.ArgumentParser) -> None:
@@ -26,37 +26,23 @@ def local_path(ctx: Context, command: str) -> str:
             f"{command} is local-only: it opens the database file directly "
             "(unset MQLITE_ENDPOINT and set MQLITE_DB)"
         )
-    text = target.dsn.removeprefix("file:").split("?", 1)[0]
-    if text in ("", ":memory:"):
+    path = database_path(target.dsn)
+    if path is None:
         raise Failure(f"{command} needs a database file, not {target.dsn!r}")
-    return os.path.realpath(os.path.expanduser(text))
-
-
-def files_size(path: str) -> int:
-    total = 0
-    for suffix in ("", "-wal", "-shm"):
-        with contextlib.suppress(OSError):
-            total += os.path.getsize(path + suffix)
-    return total
+    return path
 
 
 def vacuum(ctx: Context) -> int:
     path = local_path(ctx, "vacuum")
     if not os.path.exists(path):
         raise Failure(f"no database at {path}")
-    client = ctx.embedded  # takes the single-writer lock: refused while a broker runs
-    before = files_size(path)
-    if ctx.args.full:
-        client.vacuum_full()
-        pages = -1
-    else:
-        pages = int(client.reclaim_free_pages(force=True))
-    after = files_size(path)
+    result = ctx.embedded.vacuum(full=ctx.args.full)  # the writer lock: refused beside a broker
+    before, after = result.before_bytes, result.after_bytes
     delta = before - after
     if ctx.out.json:
         ctx.out.obj(
             {
-                "mode": "full" if ctx.args.full else "incremental",
+                "mode": "full" if result.full else "incremental",
                 "before_bytes": before,
                 "after_bytes": after,
                 "freed_bytes": max(delta, 0),
@@ -64,7 +50,11 @@ def vacuum(ctx: Context) -> int:
             }
         )
         return 0
-    kind = "full VACUUM" if ctx.args.full else f"incremental ({pages} free pages reclaimed)"
+    kind = (
+        "full VACUUM"
+        if result.full
+        else f"incremental ({result.pages_reclaimed} free pages reclaimed)"
+    )
     change = f"freed {delta} bytes" if delta >= 0 else f"grew by {-delta} bytes"
     ctx.out.line(f"{kind}: {before} -> {after} bytes, {change}")
     return 0
