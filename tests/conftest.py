@@ -5,10 +5,20 @@ from __future__ import annotations
 from collections.abc import Iterator
 from pathlib import Path
 
+import os
+
 import pytest
+from hypothesis import settings
 
 import mqlite
 from mqlite.clock import FakeClock
+
+# Property tests are reproducible: the default profile derandomizes (the same examples on
+# every run and machine, so a CI failure replays locally). HYPOTHESIS_PROFILE=explore
+# draws fresh examples and prints the seed of a failure.
+settings.register_profile("reproducible", derandomize=True, print_blob=True)
+settings.register_profile("explore", derandomize=False, print_blob=True)
+settings.load_profile(os.environ.get("HYPOTHESIS_PROFILE", "reproducible"))
 
 START_MS = 1_700_000_000_000
 

@@ -157,3 +157,35 @@ def test_backup_of_a_running_brokers_database(client_cli: Cli, queue: str, tmp_p
     assert {b"one", b"two"} <= bodies
     r = local.run("metrics", queue)  # an embedded open of the broker's file is refused
     assert r.returncode == 1 and b"locked" in r.stderr
+
+
+@pytest.mark.parametrize("suffix", ["", "-wal", "-shm"])
+def test_backup_force_refuses_the_live_database_and_its_sidecars(
+    embedded_cli: Cli, suffix: str
+) -> None:
+    """`backup --force` onto the database (or its WAL/SHM) would destroy acknowledged
+    data: refused, and the database is unchanged."""
+    db = Path(embedded_cli.db_path)
+    q = "keep"
+    embedded_cli.ok("create-queue", q)
+    embedded_cli.ok("send", q, "acknowledged")
+    before = _rows(db)
+    r = embedded_cli.run("backup", str(db) + suffix, "--force")
+    assert r.returncode == 1
+    assert b"refusing to write the backup onto" in r.stderr
+    assert _rows(db) == before
+
+
+def test_backup_force_refuses_a_hard_link_to_the_database(
+    embedded_cli: Cli, tmp_path: Path
+) -> None:
+    """The same file under another name is the same inode: refused too."""
+    db = Path(embedded_cli.db_path)
+    embedded_cli.ok("create-queue", "keep")
+    embedded_cli.ok("send", "keep", "acknowledged")
+    before = _rows(db)
+    alias = tmp_path / "alias.db"
+    alias.hardlink_to(db)
+    r = embedded_cli.run("backup", str(alias), "--force")
+    assert r.returncode == 1 and b"the database itself" in r.stderr
+    assert _rows(db) == before

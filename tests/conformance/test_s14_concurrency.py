@@ -10,7 +10,7 @@ import pytest
 from conformance_support import send_bodies, seqs
 
 import mqlite
-from mqlite import OutMessage, QueueConfig, errors
+from mqlite import OutMessage, QueueConfig, errors, testing
 from mqlite.testing import run_maintenance_once
 
 JOIN_S = 60
@@ -260,6 +260,7 @@ def test_14_5_close_wakes_an_empty_long_poll_with_closed(mq, make_queue):
     t = threading.Thread(target=poller)
     t.start()
     started.wait(timeout=JOIN_S)
+    assert testing.engine(mq).notifier.wait_for_waiters(q, timeout_s=JOIN_S)
     mq.close()
     t.join(timeout=10)  # well under the 20 s poll: close must wake it
     assert not t.is_alive(), "close did not wake the long poll"
@@ -281,6 +282,8 @@ def test_14_5_long_poll_is_woken_by_a_send(mq, make_queue):
     t = threading.Thread(target=poller)
     t.start()
     started.wait(timeout=JOIN_S)
+    # The send must land while the poll is PARKED, or this would only test a first claim.
+    assert testing.engine(mq).notifier.wait_for_waiters(q, timeout_s=JOIN_S)
     seq = mq.send_one(q, OutMessage(body=b"wake"))
     t.join(timeout=10)
     assert not t.is_alive(), "a send did not wake the long poll"

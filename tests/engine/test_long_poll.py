@@ -25,10 +25,7 @@ def run_in_thread(fn) -> tuple[threading.Thread, dict[str, object]]:  # type: ig
 
 
 def wait_for_waiter(mq: mqlite.EmbeddedClient, queue: str) -> None:
-    deadline = time.monotonic() + 5
-    while testing.engine(mq).notifier.waiting(queue) == 0:
-        assert time.monotonic() < deadline, "receive never parked"
-        threading.Event().wait(0.005)
+    assert testing.engine(mq).notifier.wait_for_waiters(queue), "receive never parked"
 
 
 def test_send_from_another_thread_wakes_a_parked_receive(engine: mqlite.EmbeddedClient) -> None:

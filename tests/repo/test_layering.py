@@ -47,3 +47,11 @@ def test_queue_config_defaults_equal_the_single_source() -> None:
     """types.py (a leaf) spells two defaults as literals so it imports nothing of ours."""
     assert QueueConfig().lock_duration_ms == defaults.LOCK_DURATION_MS
     assert QueueConfig().max_delivery_count == defaults.MAX_DELIVERY_COUNT
+
+
+def test_property_tests_are_reproducible_by_default() -> None:
+    """CI runs the derandomized profile: a failing example replays on any machine."""
+    from hypothesis import settings
+
+    if "HYPOTHESIS_PROFILE" not in __import__("os").environ:
+        assert settings.default.derandomize

@@ -35,6 +35,7 @@ class Waiter:
 class Notifier:
     def __init__(self) -> None:
         self._lock = threading.Lock()
+        self._parked = threading.Condition(self._lock)  # a test signal: someone registered
         self._waiters: dict[str, set[Waiter]] = {}
         self._closed = False
 
@@ -44,6 +45,7 @@ class Notifier:
             closed = self._closed
             if not closed:
                 self._waiters.setdefault(queue, set()).add(waiter)
+                self._parked.notify_all()
         if closed:
             waiter.fire()
         return waiter
@@ -78,3 +80,11 @@ class Notifier:
     def waiting(self, queue: str) -> int:
         with self._lock:
             return len(self._waiters.get(queue, ()))
+
+    def wait_for_waiters(self, queue: str, count: int = 1, timeout_s: float = 5.0) -> bool:
+        """Block until ``count`` waiters are parked on ``queue`` (a test signal, so tests
+        never poll or sleep to learn that a long poll has parked)."""
+        with self._parked:
+            return self._parked.wait_for(
+                lambda: len(self._waiters.get(queue, ())) >= count, timeout_s
+            )
