@@ -3,8 +3,10 @@
 from __future__ import annotations
 
 import json
+import os
 import subprocess
 import sys
+from pathlib import Path
 
 from mqlite import defaults
 from mqlite.types import QueueConfig
@@ -51,7 +53,15 @@ def test_queue_config_defaults_equal_the_single_source() -> None:
 
 def test_property_tests_are_reproducible_by_default() -> None:
     """CI runs the derandomized profile: a failing example replays on any machine."""
-    from hypothesis import settings
-
-    if "HYPOTHESIS_PROFILE" not in __import__("os").environ:
-        assert settings.default.derandomize
+    code = "import conftest\nfrom hypothesis import settings\nprint(settings.default.derandomize)"
+    env = {k: v for k, v in os.environ.items() if k != "HYPOTHESIS_PROFILE"}
+    out = subprocess.run(
+        [sys.executable, "-c", code],
+        capture_output=True,
+        text=True,
+        check=True,
+        timeout=60,
+        cwd=Path(__file__).parent.parent,
+        env=env,
+    ).stdout
+    assert out.strip() == "True"
