@@ -65,6 +65,46 @@ def test_another_process_gets_db_locked(db_path: Path) -> None:
         mq.close()
 
 
+def test_a_hard_link_in_this_process_is_refused_and_the_first_writer_keeps_working(
+    tmp_path: Path,
+) -> None:
+    """One writer per FILE: a hard link is the same inode under another name."""
+    db = tmp_path / "mq.db"
+    first = mqlite.open_embedded(f"file:{db}", background=False)
+    try:
+        first.create_queue("q")
+        alias = tmp_path / "elsewhere" / "alias.db"
+        alias.parent.mkdir()
+        alias.hardlink_to(db)
+        with pytest.raises(errors.DBLocked):
+            mqlite.open_embedded(f"file:{alias}", background=False)
+        assert first.send_one("q", mqlite.OutMessage(b"still the one writer")) > 0
+    finally:
+        first.close()
+    mqlite.open_embedded(f"file:{alias}", background=False).close()  # released on close
+
+
+def test_a_hard_link_from_another_process_gets_db_locked(tmp_path: Path) -> None:
+    db = tmp_path / "mq.db"
+    mq = mqlite.open_embedded(f"file:{db}", background=False)
+    try:
+        alias = tmp_path / "alias.db"
+        alias.hardlink_to(db)
+        code = (
+            "import sys, mqlite\n"
+            "from mqlite import errors\n"
+            "try:\n"
+            f"    mqlite.open_embedded({f'file:{alias}'!r}, background=False)\n"
+            "except errors.DBLocked:\n"
+            "    sys.exit(42)\n"
+        )
+        env = {**os.environ, "PYTHONPATH": APP_DIR}
+        proc = subprocess.run([sys.executable, "-c", code], env=env, timeout=60)
+        assert proc.returncode == 42
+    finally:
+        mq.close()
+
+
 def test_memory_databases_take_no_lock() -> None:
     a = mqlite.open_embedded(":memory:", background=False)
     b = mqlite.open_embedded(":memory:", background=False)

@@ -2,17 +2,16 @@
 
 Exactly one ``sqlite3`` connection per database; every statement runs under one lock, so
 writes are serialized before SQLite sees them (no SQLITE_BUSY loops, no interleaving). A
-local file also takes a non-blocking ``flock`` on the sidecar ``<canonical path>.lock`` so a
-second opener -- another process, or this one again -- fails fast with ``DBLocked`` instead of
-corrupting claims. A remote store (a later issue) implements the same four verbs: open,
-``transaction()``, ``execute`` through the yielded connection, and ``recover``-on-open by the
-engine.
+local file is locked (``file_lock.py``: the sidecar ``<canonical path>.lock`` and the
+database file's inode) so a second opener -- another process, this one again, or a hard
+link -- fails fast with ``DBLocked`` instead of keeping a second WAL. A remote store (a
+later issue) implements the same four verbs: open, ``transaction()``, ``execute`` through
+the yielded connection, and ``recover``-on-open by the engine.
 """
 
 from __future__ import annotations
 
 import contextlib
-import fcntl
 import logging
 import os
 import sqlite3
@@ -23,6 +22,7 @@ from dataclasses import dataclass, field
 from importlib import resources
 
 from mqlite import defaults, errors
+from mqlite.engine.file_lock import DatabaseLock, check_free
 
 log = logging.getLogger("mqlite.engine")
 
@@ -134,10 +134,10 @@ class Store:
         self.sync = parse_sync(sync)
         self.lock = threading.RLock()  # the writer token (see writer.py)
         self._tx = _TxState()
-        self._lock_fd: int | None = None
+        self._file_lock: DatabaseLock | None = None
         self._closed = False
         if self.location.path is not None:
-            self._lock_fd = _take_file_lock(self.location.path + ".lock")
+            self._file_lock = DatabaseLock(self.location.path)
         try:
             self.conn = self._connect(busy_timeout_ms)
             self._install_schema()
@@ -255,12 +255,9 @@ class Store:
                 self._release_file_lock()
 
     def _release_file_lock(self) -> None:
-        if self._lock_fd is not None:
-            try:
-                fcntl.flock(self._lock_fd, fcntl.LOCK_UN)
-            finally:
-                os.close(self._lock_fd)
-                self._lock_fd = None
+        if self._file_lock is not None:
+            self._file_lock.release()
+            self._file_lock = None
 
     def db_size_bytes(self) -> int:
         """On-disk footprint (db + WAL + shm); 0 in memory."""
@@ -348,28 +345,5 @@ class _Transaction:
 def check_lock_free(dsn: str) -> None:
     """Raise ``DBLocked`` if another process holds the database (a pre-flight for serve)."""
     location = parse_dsn(dsn)
-    if location.path is None:
-        return
-    fd = _take_file_lock(location.path + ".lock")
-    fcntl.flock(fd, fcntl.LOCK_UN)
-    os.close(fd)
-
-
-def _take_file_lock(lock_path: str) -> int:
-    """Non-blocking exclusive flock on the sidecar; never deleted (the OS drops it on crash)."""
-    directory = os.path.dirname(lock_path)
-    if directory and not os.path.isdir(directory):
-        raise errors.InvalidArgument(f"database directory does not exist: {directory}")
-    fd = os.open(lock_path, os.O_RDWR | os.O_CREAT, 0o600)
-    try:
-        fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
-    except BlockingIOError:
-        os.close(fd)
-        raise errors.DBLocked(
-            f"database is locked by another mqlite process ({lock_path}); "
-            "one writer per database: run one broker and connect to it"
-        ) from None
-    except BaseException:
-        os.close(fd)
-        raise
-    return fd
+    if location.path is not None:
+        check_free(location.path)
