@@ -71,8 +71,7 @@ def test_scrape_alert_delivery_and_resolution(monitored) -> None:
     assert_dashboard_queries_with_data(stack)  # while an alert fires: ALERTS has data too
 
     # Purging the DLQ resolves it, in Prometheus and at the receiver.
-    purged = broker.ok("AdminService/Purge", {"queue": queue})
-    assert purged, purged
+    assert broker.ok("AdminService/Purge", {"queue": queue}) == {"purged": 1}
     prom.wait_alert(DLQ_ALERT, None, queue=queue)
     stack.sink.wait_for(lambda p: alert_in(p, DLQ_ALERT, "resolved", queue=queue))
 
