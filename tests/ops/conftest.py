@@ -13,8 +13,8 @@ import pytest
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "e2e"))
 
-from e2e_support import BrokerFactory  # noqa: E402
-from ops_support import ensure_debian_tools  # noqa: E402
+from e2e_support import BrokerFactory
+from ops_support import ensure_debian_tools
 
 
 @pytest.fixture(scope="session")

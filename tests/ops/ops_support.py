@@ -57,8 +57,13 @@ TOOL_TIMEOUT_S = 120
 # -- processes ------------------------------------------------------------------------------
 
 
-def run(cmd: list[str], *, cwd: Path | None = None, timeout: float = TOOL_TIMEOUT_S,
-        stdin: str | None = None) -> subprocess.CompletedProcess[str]:
+def run(
+    cmd: list[str],
+    *,
+    cwd: Path | None = None,
+    timeout: float = TOOL_TIMEOUT_S,
+    stdin: str | None = None,
+) -> subprocess.CompletedProcess[str]:
     return subprocess.run(
         cmd, cwd=cwd, input=stdin, capture_output=True, text=True, timeout=timeout, check=False
     )
@@ -204,49 +209,7 @@ def target_labels() -> list[str]:
 
 # -- PromQL inspection ----------------------------------------------------------------------
 
-_SELECTORS_JS = r"""
-import { parser } from '@prometheus-io/lezer-promql';
-import { readFileSync } from 'node:fs';
-
-const exprs = JSON.parse(readFileSync(0, 'utf8'));
-const unquote = (s) => JSON.parse(s.startsWith("'") ? '"' + s.slice(1, -1) + '"' : s.startsWith('`') ? JSON.stringify(s.slice(1, -1)) : s);
-const out = exprs.map((src) => {
-  const tree = parser.parse(src);
-  const selectors = [], grouping = [], errors = [];
-  tree.iterate({
-    enter(node) {
-      if (node.type.isError) errors.push(node.from);
-      if (node.name === 'VectorSelector') {
-        const sel = { metric: null, matchers: [] };
-        const c = node.node.cursor();
-        c.iterate((n) => {
-          if (n.name === 'Identifier' && sel.metric === null && n.node.parent.name === 'VectorSelector') {
-            sel.metric = src.slice(n.from, n.to);
-          }
-          if (n.name === 'UnquotedLabelMatcher' || n.name === 'QuotedLabelMatcher') {
-            const m = n.node;
-            const name = m.getChild('LabelName') || m.getChild('QuotedLabelName');
-            const op = m.getChild('MatchOp');
-            const val = m.getChild('StringLiteral');
-            const label = src.slice(name.from, name.to);
-            sel.matchers.push({ label, op: src.slice(op.from, op.to), value: unquote(src.slice(val.from, val.to)) });
-          }
-        });
-        const byName = sel.matchers.find((m) => m.label === '__name__' && m.op === '=');
-        if (sel.metric === null && byName) sel.metric = byName.value;
-        selectors.push(sel);
-        return false;
-      }
-      if (node.name === 'GroupingLabels') {
-        const c = node.node.cursor();
-        c.iterate((n) => { if (n.name === 'LabelName') grouping.push(src.slice(n.from, n.to)); });
-      }
-    },
-  });
-  return { selectors, grouping, errors };
-});
-process.stdout.write(JSON.stringify(out));
-"""
+SELECTORS_JS = Path(__file__).with_name("promql_selectors.mjs")
 
 
 @dataclass(frozen=True)
@@ -272,9 +235,9 @@ class Parsed:
 def parse_promql(exprs: list[str]) -> list[Parsed]:
     """Selectors and grouping labels of each expression, from Prometheus's lezer grammar."""
     root = npm_toolchain()
-    script = root / "selectors.mjs"
-    if not script.exists() or script.read_text() != _SELECTORS_JS:
-        script.write_text(_SELECTORS_JS)
+    script = root / SELECTORS_JS.name  # beside node_modules, so the import resolves
+    if not script.exists() or script.read_text() != SELECTORS_JS.read_text():
+        shutil.copy(SELECTORS_JS, script)
     node = shutil.which("node") or sys.exit("node missing")
     r = run([node, str(script)], cwd=root, stdin=json.dumps(exprs))
     assert r.returncode == 0, r.stderr
@@ -363,7 +326,9 @@ def expand_grafana_variables(expr: str) -> str:
     return GRAFANA_VARIABLE.sub(sub, expr)
 
 
-_LABEL_VALUES = re.compile(r"^label_values\((?P<selector>.+),\s*(?P<label>[A-Za-z_][A-Za-z0-9_]*)\)$")
+_LABEL_VALUES = re.compile(
+    r"^label_values\((?P<selector>.+),\s*(?P<label>[A-Za-z_][A-Za-z0-9_]*)\)$"
+)
 
 
 def dashboard_panels(dash: dict[str, Any]) -> Iterator[dict[str, Any]]:
@@ -402,47 +367,7 @@ def recording_rules(queries: Iterable[tuple[str, str]]) -> tuple[str, list[str]]
     return text, names
 
 
-_TS_HEADER = """\
-import type { Dashboard } from "@grafana/schema/dist/esm/raw/dashboard/x/Dashboard_types.gen";
-import type * as Stat from "@grafana/schema/dist/esm/raw/composable/stat/panelcfg/x/StatPanelCfg_types.gen";
-import type * as TimeSeries from "@grafana/schema/dist/esm/raw/composable/timeseries/panelcfg/x/TimeSeriesPanelCfg_types.gen";
-import type * as BarGauge from "@grafana/schema/dist/esm/raw/composable/bargauge/panelcfg/x/BarGaugePanelCfg_types.gen";
-import type * as Table from "@grafana/schema/dist/esm/raw/composable/table/panelcfg/x/TablePanelCfg_types.gen";
-
-// A JSON file spells Grafana's string enums as their values ("absolute", not
-// ThresholdsMode.Absolute): accept exactly those values, keep everything else as typed.
-type Json<T> = T extends string
-  ? `${T}`
-  : T extends number | boolean | null | undefined
-    ? T
-    : T extends ReadonlyArray<infer U>
-      ? Array<Json<U>>
-      : T extends object
-        ? { [K in keyof T]: Json<T[K]> }
-        : T;
-// Grafana fills in options a file leaves out; what the file does say must be valid.
-type Partially<T> = T extends ReadonlyArray<infer U>
-  ? Array<Partially<U>>
-  : T extends object
-    ? { [K in keyof T]?: Partially<T[K]> }
-    : T;
-
-// The Prometheus query model Grafana saves in a panel's targets.
-interface PrometheusQuery {
-  refId: string;
-  datasource?: { type?: string; uid?: string };
-  expr: string;
-  legendFormat?: string;
-  instant?: boolean;
-  range?: boolean;
-  format?: "time_series" | "table" | "heatmap";
-  editorMode?: "code" | "builder";
-  interval?: string;
-  hide?: boolean;
-  exemplar?: boolean;
-}
-type Options<O, F> = { options?: Partially<Json<O>>; custom?: Partially<Json<F>> };
-"""
+TS_HEADER = Path(__file__).with_name("grafana_types_check.ts")
 
 _PANEL_TYPES = {
     "stat": ("Stat.Options", "{}"),
@@ -456,13 +381,14 @@ def dashboard_typescript(dash: dict[str, Any]) -> str:
     """TypeScript that type-checks only if the dashboard fits Grafana's own types: the whole
     JSON as a ``Dashboard`` literal, each panel's options and custom field config against
     its plugin's types, each target against the Prometheus query model."""
-    lines = [_TS_HEADER]
+    lines = [TS_HEADER.read_text()]
     lines.append(f"export const dashboard: Json<Dashboard> = {json.dumps(dash, indent=2)};")
     for p in dashboard_panels(dash):
         if p["type"] == "row":
             continue
-        if p["type"] not in _PANEL_TYPES:
-            lines.append(f'const unsupported_{p["id"]}: "stat" | "timeseries" | "bargauge" | "table" = {json.dumps(p["type"])};')
+        if p["type"] not in _PANEL_TYPES:  # a panel type this check has no plugin types for
+            allowed = " | ".join(json.dumps(t) for t in _PANEL_TYPES)
+            lines.append(f"const unsupported_{p['id']}: {allowed} = {json.dumps(p['type'])};")
             continue
         opts, field = _PANEL_TYPES[p["type"]]
         part = {
@@ -473,7 +399,8 @@ def dashboard_typescript(dash: dict[str, Any]) -> str:
             f"export const panel_{p['id']}: Options<{opts}, {field}> = {json.dumps(part)};"
         )
         lines.append(
-            f"export const targets_{p['id']}: PrometheusQuery[] = {json.dumps(p.get('targets', []))};"
+            f"export const targets_{p['id']}: PrometheusQuery[] = "
+            f"{json.dumps(p.get('targets', []))};"
         )
     return "\n".join(lines) + "\n"
 

@@ -68,7 +68,9 @@ def wait_until(what: str, probe: Callable[[], Any], deadline_s: float) -> Any:
         except (httpx.HTTPError, KeyError, ValueError) as exc:
             last = exc
         if time.monotonic() >= deadline:
-            raise AssertionError(f"timed out after {deadline_s} s waiting for {what}; last: {last!r}")
+            raise AssertionError(
+                f"timed out after {deadline_s} s waiting for {what}; last: {last!r}"
+            )
         time.sleep(POLL_S)
 
 
@@ -98,7 +100,9 @@ def prometheus_config(
     """ops/prometheus/prometheus.yml aimed at a test broker. ``extra_jobs`` maps job names to
     token files: copies of the mqlite job that differ only in their credential."""
     cfg = yaml.safe_load(PROM_CONFIG.read_text())
-    cfg["global"].update(scrape_interval=interval, evaluation_interval=interval, scrape_timeout=interval)
+    cfg["global"].update(
+        scrape_interval=interval, evaluation_interval=interval, scrape_timeout=interval
+    )
     cfg["rule_files"] = [str(rule_file)]
     cfg["alerting"] = {"alertmanagers": [{"static_configs": [{"targets": [alertmanager]}]}]}
     (job,) = [j for j in cfg["scrape_configs"] if j["job_name"] == MQLITE_JOB]
@@ -231,19 +235,25 @@ class Prometheus(HttpService):
     def alerts(self, name: str) -> list[dict[str, Any]]:
         return [a for a in self.api("/api/v1/alerts")["alerts"] if a["labels"]["alertname"] == name]
 
-    def wait_alert(self, name: str, state: str | None, deadline_s: float = 20.0,
-                   **labels: str) -> list[dict[str, Any]]:
+    def wait_alert(
+        self, name: str, state: str | None, deadline_s: float = 20.0, **labels: str
+    ) -> list[dict[str, Any]]:
         """Wait until alert ``name`` (with ``labels``) is in ``state``; ``None``: until it is
         neither pending nor firing."""
 
         def probe() -> Any:
-            mine = [a for a in self.alerts(name)
-                    if all(a["labels"].get(k) == v for k, v in labels.items())]
+            mine = [
+                a
+                for a in self.alerts(name)
+                if all(a["labels"].get(k) == v for k, v in labels.items())
+            ]
             if state is None:
                 return [{"inactive": True}] if not mine else None
             return [a for a in mine if a["state"] == state]
 
-        result: list[dict[str, Any]] = wait_until(f"alert {name} {state or 'inactive'}", probe, deadline_s)
+        result: list[dict[str, Any]] = wait_until(
+            f"alert {name} {state or 'inactive'}", probe, deadline_s
+        )
         return result
 
     def rules(self) -> list[dict[str, Any]]:
@@ -259,7 +269,7 @@ class WebhookSink:
         sink = self
 
         class Handler(BaseHTTPRequestHandler):
-            def do_POST(self) -> None:  # noqa: N802 (http.server's naming)
+            def do_POST(self) -> None:
                 length = int(self.headers.get("Content-Length", "0"))
                 payload = json.loads(self.rfile.read(length) or b"{}")
                 payload["_path"] = self.path
@@ -278,8 +288,9 @@ class WebhookSink:
         self._thread = threading.Thread(target=self._server.serve_forever, daemon=True)
         self._thread.start()
 
-    def wait_for(self, predicate: Callable[[dict[str, Any]], bool],
-                 deadline_s: float = 20.0) -> dict[str, Any]:
+    def wait_for(
+        self, predicate: Callable[[dict[str, Any]], bool], deadline_s: float = 20.0
+    ) -> dict[str, Any]:
         """The first payload (received so far or later) for which ``predicate`` holds."""
         deadline = time.monotonic() + deadline_s
         with self._cond:
@@ -362,13 +373,17 @@ class PromStack:
         am_cfg = w / "alertmanager.yml"
         am_cfg.write_text(yaml.safe_dump(alertmanager_config(self.sink.url), sort_keys=False))
         (w / "am-data").mkdir(exist_ok=True)
-        am = Process("alertmanager", [
-            tool("prometheus-alertmanager"),
-            f"--config.file={am_cfg}",
-            f"--storage.path={w / 'am-data'}",
-            f"--web.listen-address=127.0.0.1:{am_port}",
-            "--cluster.listen-address=",  # no gossip port
-        ], w)
+        am = Process(
+            "alertmanager",
+            [
+                tool("prometheus-alertmanager"),
+                f"--config.file={am_cfg}",
+                f"--storage.path={w / 'am-data'}",
+                f"--web.listen-address=127.0.0.1:{am_port}",
+                "--cluster.listen-address=",  # no gossip port
+            ],
+            w,
+        )
         self.alertmanager = HttpService(am, am_port)
         self._started.append(self.alertmanager)
 
@@ -377,22 +392,31 @@ class PromStack:
         extra = {job: self._write_secret(job, tok) for job, tok in self.extra_tokens.items()}
         prom_port = free_port()
         prom_cfg = w / "prometheus.yml"
-        prom_cfg.write_text(yaml.safe_dump(prometheus_config(
-            target=self.target,
-            token_file=self._write_secret(MQLITE_JOB, self.token),
-            rule_file=rules_path,
-            alertmanager=f"127.0.0.1:{am_port}",
-            extra_jobs=extra,
-        ), sort_keys=False))
+        prom_cfg.write_text(
+            yaml.safe_dump(
+                prometheus_config(
+                    target=self.target,
+                    token_file=self._write_secret(MQLITE_JOB, self.token),
+                    rule_file=rules_path,
+                    alertmanager=f"127.0.0.1:{am_port}",
+                    extra_jobs=extra,
+                ),
+                sort_keys=False,
+            )
+        )
         (w / "prom-data").mkdir(exist_ok=True)
-        prom = Process("prometheus", [
-            tool("prometheus"),
-            f"--config.file={prom_cfg}",
-            f"--storage.tsdb.path={w / 'prom-data'}",
-            f"--web.listen-address=127.0.0.1:{prom_port}",
-            "--web.enable-lifecycle",
-            "--rules.alert.resend-delay=1s",
-        ], w)
+        prom = Process(
+            "prometheus",
+            [
+                tool("prometheus"),
+                f"--config.file={prom_cfg}",
+                f"--storage.tsdb.path={w / 'prom-data'}",
+                f"--web.listen-address=127.0.0.1:{prom_port}",
+                "--web.enable-lifecycle",
+                "--rules.alert.resend-delay=1s",
+            ],
+            w,
+        )
         self.prometheus = Prometheus(prom, prom_port)
         self._started.append(self.prometheus)
 

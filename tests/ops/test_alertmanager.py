@@ -11,8 +11,16 @@ from promstack import alertmanager_config
 
 
 def routed_to(config: Path, **labels: str) -> str:
-    r = run([tool("amtool"), "config", "routes", "test", f"--config.file={config}",
-             *(f"{k}={v}" for k, v in labels.items())])
+    r = run(
+        [
+            tool("amtool"),
+            "config",
+            "routes",
+            "test",
+            f"--config.file={config}",
+            *(f"{k}={v}" for k, v in labels.items()),
+        ]
+    )
     assert r.returncode == 0, r.stdout + r.stderr
     return r.stdout.strip()
 
@@ -24,12 +32,16 @@ def test_config_is_valid(debian_tools: dict[str, str]) -> None:
 
 def test_a_broken_config_is_rejected(tmp_path: Path, debian_tools: dict[str, str]) -> None:
     broken = tmp_path / "alertmanager.yml"
-    broken.write_text(ALERTMANAGER_CONFIG.read_text().replace("receiver: mqlite-pager", "receiver: mqlite-pagr"))
+    broken.write_text(
+        ALERTMANAGER_CONFIG.read_text().replace("receiver: mqlite-pager", "receiver: mqlite-pagr")
+    )
     out = fails([tool("amtool"), "check-config", str(broken)])
     assert "mqlite-pagr" in out, out
 
 
-@pytest.mark.parametrize(("severity", "receiver"), [("critical", "mqlite-pager"), ("warning", "mqlite-team")])
+@pytest.mark.parametrize(
+    ("severity", "receiver"), [("critical", "mqlite-pager"), ("warning", "mqlite-team")]
+)
 def test_routes_by_severity(severity: str, receiver: str, debian_tools: dict[str, str]) -> None:
     assert routed_to(ALERTMANAGER_CONFIG, alertname="MQLiteX", severity=severity) == receiver
 

@@ -30,7 +30,9 @@ from ops_support import (
 
 GRID_COLUMNS = 24
 VALUE_PANELS = {"stat", "bargauge", "gauge", "table"}  # show one current value per series
-ZERO_FALLBACK = re.compile(r"\bor\s+(on\s*\([^)]*\)\s*)?vector\s*\(|\bvector\s*\(\s*0\s*\)|absent\s*\(")
+ZERO_FALLBACK = re.compile(
+    r"\bor\s+(on\s*\([^)]*\)\s*)?vector\s*\(|\bvector\s*\(\s*0\s*\)|absent\s*\("
+)
 
 
 def dashboard() -> dict[str, Any]:
@@ -56,7 +58,9 @@ def structure_problems(dash: dict[str, Any]) -> list[str]:
     if not ds_var or ds_var.get("type") != "datasource" or ds_var.get("query") != "prometheus":
         problems.append("no 'datasource' variable of Prometheus datasources")
     elif ds_var.get("current", {}).get("value") != provisioned_uid():
-        problems.append(f"datasource variable defaults to {ds_var.get('current')}, not {provisioned_uid()}")
+        problems.append(
+            f"datasource variable defaults to {ds_var.get('current')}, not {provisioned_uid()}"
+        )
     for name in ("instance", "queue"):
         if name not in variables:
             problems.append(f"no {name} variable")
@@ -105,18 +109,23 @@ def no_data_problems(dash: dict[str, Any]) -> list[str]:
         defaults = p.get("fieldConfig", {}).get("defaults", {})
         no_value = defaults.get("noValue")
         if not isinstance(no_value, str) or not re.search(r"[A-Za-z]", no_value):
-            problems.append(f"panel {p['id']}: noValue must be a text such as 'No data', not {no_value!r}")
+            problems.append(
+                f"panel {p['id']}: noValue must be a text such as 'No data', not {no_value!r}"
+            )
         for m in defaults.get("mappings", []):
             if m.get("type") == "special":
                 result = m["options"]["result"]
-                if re.fullmatch(r"\s*0*\s*", result.get("text", "0")) or result.get("color") == "green":
+                if (
+                    re.fullmatch(r"\s*0*\s*", result.get("text", "0"))
+                    or result.get("color") == "green"
+                ):
                     problems.append(f"panel {p['id']}: null/NaN mapped to a healthy-looking value")
         if p["type"] in VALUE_PANELS:
             for t in p.get("targets", []):
                 if not t.get("instant") or t.get("range"):
                     problems.append(
-                        f"panel {p['id']}: {p['type']} target {t['refId']} must be instant (a range "
-                        "query would show the last value from before a failure)"
+                        f"panel {p['id']}: {p['type']} target {t['refId']} must be instant "
+                        "(a range query would show the last value from before a failure)"
                     )
         if defaults.get("custom", {}).get("spanNulls") not in (None, False):
             problems.append(f"panel {p['id']}: spanNulls bridges gaps in the data")
@@ -139,7 +148,8 @@ def test_required_sections_are_present() -> None:
         "oldest age": "mqlite_queue_oldest_message_age_seconds",
         "dead letters": 'state=\\"dead_lettered\\"',
         "request results": "mqlite_rpc_requests_total",
-        "latency quantiles": "histogram_quantile(0.95, sum by (le) (rate(mqlite_rpc_duration_seconds_bucket",
+        "latency quantiles": "histogram_quantile(0.95, sum by (le) "
+        "(rate(mqlite_rpc_duration_seconds_bucket",
         "auth outcomes": "mqlite_authentication_total",
         "storage operations": "mqlite_storage_operations_total",
         "read probe": "mqlite_storage_read_available",
@@ -159,7 +169,13 @@ def test_structural_checks_reject_a_broken_copy() -> None:
     panels[3]["datasource"] = {"type": "prometheus", "uid": "some-other-uid"}
     bad["templating"]["list"][0]["current"]["value"] = "elsewhere"
     problems = "\n".join(structure_problems(bad))
-    for expected in ("not unique", "leaves the 24 columns", "overlaps", "some-other-uid", "elsewhere"):
+    for expected in (
+        "not unique",
+        "leaves the 24 columns",
+        "overlaps",
+        "some-other-uid",
+        "elsewhere",
+    ):
         assert expected in problems, (expected, problems)
 
 
@@ -225,7 +241,9 @@ def test_promtool_rejects_a_broken_query(tmp_path: Path, debian_tools: dict[str,
 def test_queries_use_only_the_metric_contract() -> None:
     queries = dashboard_queries(dashboard())
     parsed = parse_promql([expand_grafana_variables(e) for _, e in queries])
-    problems = [p for (w, e), x in zip(queries, parsed, strict=True) for p in contract_violations(w, e, x)]
+    problems = [
+        p for (w, e), x in zip(queries, parsed, strict=True) for p in contract_violations(w, e, x)
+    ]
     assert problems == []
     for (where, _), p in zip(queries, parsed, strict=True):
         for sel in p.selectors:
@@ -241,7 +259,9 @@ def test_contract_check_rejects_a_broken_copy() -> None:
     panel["targets"][0]["expr"] = 'sum(mqlite_queue_total{job="mqlite", instance=~"$instance"})'
     queries = dashboard_queries(bad)
     parsed = parse_promql([expand_grafana_variables(e) for _, e in queries])
-    problems = [p for (w, e), x in zip(queries, parsed, strict=True) for p in contract_violations(w, e, x)]
+    problems = [
+        p for (w, e), x in zip(queries, parsed, strict=True) for p in contract_violations(w, e, x)
+    ]
     assert any(f"panel {panel['id']}" in p and "deprecated alias" in p for p in problems), problems
 
 
@@ -254,7 +274,12 @@ def test_datasource_provisioning() -> None:
     (ds,) = cfg["datasources"]
     assert ds["type"] == "prometheus" and ds["access"] == "proxy"
     assert ds["url"].startswith("http")
-    assert ds["jsonData"]["timeInterval"] == load_yaml(DATASOURCES.parents[3] / "prometheus" / "prometheus.yml")["global"]["scrape_interval"]
+    assert (
+        ds["jsonData"]["timeInterval"]
+        == load_yaml(DATASOURCES.parents[3] / "prometheus" / "prometheus.yml")["global"][
+            "scrape_interval"
+        ]
+    )
     assert "secureJsonData" not in ds  # Grafana needs no broker token
 
 

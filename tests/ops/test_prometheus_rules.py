@@ -75,7 +75,7 @@ def test_rules_are_valid_and_a_broken_rule_is_rejected(prom_dir: Path) -> None:
     out = ok([tool("promtool"), "check", "rules", "rules.yml"], cwd=prom_dir)
     assert f"SUCCESS: {len(alerts())} rules found" in out, out
     text = (prom_dir / "rules.yml").read_text()
-    broken = text.replace("up{job=\"mqlite\"} == 0", "up{job=\"mqlite\" == 0", 1)
+    broken = text.replace('up{job="mqlite"} == 0', 'up{job="mqlite" == 0', 1)
     assert broken != text
     (prom_dir / "rules.yml").write_text(broken)
     out = fails([tool("promtool"), "check", "rules", "rules.yml"], cwd=prom_dir)
@@ -91,8 +91,10 @@ def test_rule_unit_tests_pass(prom_dir: Path) -> None:
     ("original", "mutant"),
     [
         # a weaker threshold: the firing case must notice
-        ('mqlite_queue_messages{job="mqlite", state="dead_lettered"} > 0',
-         'mqlite_queue_messages{job="mqlite", state="dead_lettered"} > 5'),
+        (
+            'mqlite_queue_messages{job="mqlite", state="dead_lettered"} > 0',
+            'mqlite_queue_messages{job="mqlite", state="dead_lettered"} > 5',
+        ),
         # a wrong label value: fires on nothing
         ('outcome="outcome_unknown"', 'outcome="unknown"'),
         # a lost guard: the restart case must notice
@@ -150,7 +152,9 @@ def test_every_alert_has_its_runbook_and_every_runbook_an_alert() -> None:
 def test_rules_use_only_the_metric_contract() -> None:
     exprs = [(a["alert"], a["expr"]) for a in alerts()]
     parsed = parse_promql([e for _, e in exprs])
-    problems = [p for (w, e), x in zip(exprs, parsed, strict=True) for p in contract_violations(w, e, x)]
+    problems = [
+        p for (w, e), x in zip(exprs, parsed, strict=True) for p in contract_violations(w, e, x)
+    ]
     assert problems == []
     for (name, _), p in zip(exprs, parsed, strict=True):  # every selector is scoped to the job
         for sel in p.selectors:
@@ -162,8 +166,14 @@ def test_rules_use_only_the_metric_contract() -> None:
     [
         ('mqlite_queue_mesages{job="mqlite"} > 0', "not in ops/metric-contract.json"),
         ('mqlite_queue_total{job="mqlite"} > 0', "deprecated alias"),
-        ('mqlite_queue_messages{job="mqlite", state="dead_letterd"} > 0', "'dead_letterd' is not one of"),
-        ('mqlite_storage_operations_total{job="mqlite", outcome=~"error|unknown"} > 0', "'unknown' is not one of"),
+        (
+            'mqlite_queue_messages{job="mqlite", state="dead_letterd"} > 0',
+            "'dead_letterd' is not one of",
+        ),
+        (
+            'mqlite_storage_operations_total{job="mqlite", outcome=~"error|unknown"} > 0',
+            "'unknown' is not one of",
+        ),
         ('mqlite_filter_failures_total{job="mqlite", queue="x"} > 0', "has no label 'queue'"),
         ('sum by (queue) (mqlite_authentication_total{job="mqlite"}) > 0', "groups by 'queue'"),
     ],
@@ -177,7 +187,9 @@ def test_contract_check_rejects(expr: str, problem: str) -> None:
 # -- the copy the real stack loads ----------------------------------------------------------
 
 
-def test_short_for_copy_differs_only_in_timing(tmp_path: Path, debian_tools: dict[str, str]) -> None:
+def test_short_for_copy_differs_only_in_timing(
+    tmp_path: Path, debian_tools: dict[str, str]
+) -> None:
     short = short_for_rules()
     original = load_yaml(RULES)
     for g_short, g in zip(short["groups"], original["groups"], strict=True):
@@ -197,8 +209,13 @@ def test_stack_config_is_valid(tmp_path: Path, debian_tools: dict[str, str]) -> 
     tokens = {n: tmp_path / f"{n}.token" for n in ("mqlite", "wrong")}
     for p in tokens.values():
         p.write_text("t\n")
-    cfg = prometheus_config(target="127.0.0.1:1", token_file=tokens["mqlite"], rule_file=rules,
-                            alertmanager="127.0.0.1:2", extra_jobs={"mqlite-wrong": tokens["wrong"]})
+    cfg = prometheus_config(
+        target="127.0.0.1:1",
+        token_file=tokens["mqlite"],
+        rule_file=rules,
+        alertmanager="127.0.0.1:2",
+        extra_jobs={"mqlite-wrong": tokens["wrong"]},
+    )
     assert [j["job_name"] for j in cfg["scrape_configs"]] == ["mqlite", "mqlite-wrong"]
     path = tmp_path / "prometheus.yml"
     path.write_text(yaml.safe_dump(cfg))

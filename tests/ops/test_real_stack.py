@@ -9,7 +9,7 @@ import time
 from pathlib import Path
 
 import pytest
-from e2e_support import BrokerFactory, b64
+from e2e_support import BrokerFactory
 from ops_support import (
     DASHBOARD,
     dashboard_queries,
@@ -24,9 +24,7 @@ STACK_BUDGET_S = 60.0  # asserted: the scenario takes about 15-25 s on the CI ma
 
 
 @pytest.fixture
-def monitored(
-    broker_factory: BrokerFactory, tmp_path: Path, debian_tools: dict[str, str]
-):
+def monitored(broker_factory: BrokerFactory, tmp_path: Path, debian_tools: dict[str, str]):
     broker = broker_factory({"MQLITE_METRICS": "on", "MQLITE_MONITOR_TOKENS": MONITOR_TOKEN})
     with PromStack(
         tmp_path / "stack",
@@ -57,10 +55,15 @@ def test_scrape_alert_delivery_and_resolution(monitored) -> None:
     queue = broker.create_queue()
     broker.send(queue, "poison")
     (msg,) = broker.receive(queue)
-    broker.ok("QueueService/Reject", {
-        "queue": queue, "seq_number": msg["seq_number"], "lock_token": msg["lock_token"],
-        "dead_letter_reason": "ops-test",
-    })
+    broker.ok(
+        "QueueService/Reject",
+        {
+            "queue": queue,
+            "seq_number": msg["seq_number"],
+            "lock_token": msg["lock_token"],
+            "dead_letter_reason": "ops-test",
+        },
+    )
 
     firing = prom.wait_alert(DLQ_ALERT, "firing", queue=queue)
     assert firing[0]["labels"]["severity"] == "warning"
@@ -88,7 +91,7 @@ def assert_dashboard_queries_with_data(stack: PromStack) -> None:
     dash = json.loads(DASHBOARD.read_text())
     queries = [(w, expand_grafana_variables(e)) for w, e in dashboard_queries(dash)]
     parsed = parse_promql([e for _, e in queries])
-    for where, expr in queries:  # every query evaluates on the real engine
+    for _, expr in queries:  # every query evaluates on the real engine
         prom.query(expr)
 
     def pending() -> list[str]:
