@@ -43,6 +43,8 @@ import httpx
 import yaml
 from ops_support import ALERTMANAGER_CONFIG, PROM_CONFIG, RULES, tool
 
+MONITOR_TOKEN = "mqk_ops_monitor_" + "m" * 24
+WRONG_TOKEN = "mqk_not_a_configured_token_" + "x" * 16
 READY_DEADLINE_S = 15.0
 STOP_DEADLINE_S = 10.0
 POLL_S = 0.2
@@ -228,6 +230,16 @@ class Prometheus(HttpService):
             return [{"metric": {}, "value": data["result"]}]
         result: list[dict[str, Any]] = data["result"]
         return result
+
+    def values(self, expr: str) -> dict[tuple[tuple[str, str], ...], float]:
+        """An instant query as {sorted label pairs (without __name__): value}, the shape to
+        compare with another source (e.g. Observe's numbers)."""
+        return {
+            tuple(sorted((k, v) for k, v in r["metric"].items() if k != "__name__")): float(
+                r["value"][1]
+            )
+            for r in self.query(expr)
+        }
 
     def metric_names(self) -> set[str]:
         return set(self.api("/api/v1/label/__name__/values"))

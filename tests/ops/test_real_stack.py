@@ -6,10 +6,8 @@ from __future__ import annotations
 
 import json
 import time
-from pathlib import Path
 
-import pytest
-from e2e_support import BrokerFactory
+from e2e_support import Broker
 from ops_support import (
     DASHBOARD,
     dashboard_queries,
@@ -18,28 +16,11 @@ from ops_support import (
 )
 from promstack import PromStack, alert_in
 
-MONITOR_TOKEN = "mqk_ops_monitor_" + "m" * 24
 DLQ_ALERT = "MQLiteDeadLettersRetained"
-STACK_BUDGET_S = 60.0  # asserted: the scenario takes about 15-25 s on the CI machine
+STACK_BUDGET_S = 60.0  # asserted: the scenario takes about 10-20 s on the CI machine
 
 
-@pytest.fixture
-def monitored(broker_factory: BrokerFactory, tmp_path: Path, debian_tools: dict[str, str]):
-    broker = broker_factory({"MQLITE_METRICS": "on", "MQLITE_MONITOR_TOKENS": MONITOR_TOKEN})
-    with PromStack(
-        tmp_path / "stack",
-        target=f"127.0.0.1:{broker.port}",
-        token=MONITOR_TOKEN,
-        extra_tokens={"mqlite-wrong-token": "mqk_not_a_configured_token_" + "x" * 16},
-    ) as stack:
-        try:
-            yield broker, stack
-        except BaseException:
-            print(stack.logs())
-            raise
-
-
-def test_scrape_alert_delivery_and_resolution(monitored) -> None:
+def test_scrape_alert_delivery_and_resolution(monitored: tuple[Broker, PromStack]) -> None:
     broker, stack = monitored
     started = time.monotonic()
     prom = stack.prometheus
