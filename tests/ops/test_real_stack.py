@@ -14,9 +14,10 @@ from ops_support import (
     expand_grafana_variables,
     parse_promql,
 )
-from promstack import PromStack, alert_in
+from promstack import PromStack, alert_in, wait_until
 
 DLQ_ALERT = "MQLiteDeadLettersRetained"
+STATES = ("active", "locked", "deferred", "scheduled", "dead_lettered")
 STACK_BUDGET_S = 60.0  # asserted: the scenario takes about 10-20 s on the CI machine
 
 
@@ -46,6 +47,14 @@ def test_scrape_alert_delivery_and_resolution(monitored: tuple[Broker, PromStack
         },
     )
 
+    # What Prometheus scraped is what the broker reports.
+    stats = broker.ok("QueueService/Stats", {"queue": queue})
+    assert stats["dead_lettered"] == 1 and stats["active"] == 0, stats
+    expected = {state: float(stats[state]) for state in STATES}
+    wait_until(
+        "scraped queue states equal Stats", lambda: scraped_states(stack, queue) == expected, 10
+    )
+
     firing = prom.wait_alert(DLQ_ALERT, "firing", queue=queue)
     assert firing[0]["labels"]["severity"] == "warning"
     assert firing[0]["annotations"]["runbook_url"] == "docs/operations.md#mqlitedeadlettersretained"
@@ -62,6 +71,11 @@ def test_scrape_alert_delivery_and_resolution(monitored: tuple[Broker, PromStack
     elapsed = time.monotonic() - started
     print(f"real-stack scenario: {elapsed:.1f} s")
     assert elapsed < STACK_BUDGET_S
+
+
+def scraped_states(stack: PromStack, queue: str) -> dict[str, float]:
+    values = stack.prometheus.values(f'mqlite_queue_messages{{job="mqlite", queue="{queue}"}}')
+    return {dict(labels)["state"]: v for labels, v in values.items()}
 
 
 def assert_dashboard_queries_with_data(stack: PromStack) -> None:
