@@ -21,7 +21,9 @@ run: $(STAMP)
 	mkdir -p data
 	MQLITE_DB=file:./data/mq.db MQLITE_ADDR=$${MQLITE_ADDR:-127.0.0.1:6754} $(VENV)/bin/mqlite serve
 
+# ops/ci/install-deps.sh installs the Debian tools the tests run (prometheus, ...) when missing.
 test: $(STAMP)
+	bash ops/ci/install-deps.sh
 	$(PY) -m pytest -q -p no:cacheprovider
 
 lint: $(STAMP)

@@ -1,0 +1,54 @@
+"""Ops tests: the Prometheus/Alertmanager/Grafana artifacts under ops/, checked with the real
+tools (installed when missing: Debian packages by ops/ci/install-deps.sh, npm packages into a
+cache directory) and run against a real broker. The machinery is in ``ops_support`` and
+``promstack``; the real broker comes from tests/e2e's ``e2e_support``."""
+
+from __future__ import annotations
+
+import sys
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "e2e"))
+
+from e2e_support import Broker, BrokerFactory
+from ops_support import ensure_debian_tools
+from promstack import MONITOR_TOKEN, WRONG_TOKEN, PromStack
+
+
+@pytest.fixture(scope="session")
+def debian_tools() -> dict[str, str]:
+    """prometheus, promtool, prometheus-alertmanager, amtool (installed if missing)."""
+    return ensure_debian_tools()
+
+
+@pytest.fixture
+def broker_factory(tmp_path: Path) -> Iterator[BrokerFactory]:
+    factory = BrokerFactory(tmp_path / "brokers")
+    try:
+        yield factory
+    finally:
+        factory.teardown()
+
+
+@pytest.fixture
+def monitored(
+    broker_factory: BrokerFactory, tmp_path: Path, debian_tools: dict[str, str]
+) -> Iterator[tuple[Broker, PromStack]]:
+    """A real broker with metrics on and MONITOR_TOKEN, watched by a real stack: job
+    ``mqlite`` scrapes it with the token file, job ``mqlite-wrong-token`` with WRONG_TOKEN.
+    The stack's process logs are printed when the test fails."""
+    broker = broker_factory({"MQLITE_METRICS": "on", "MQLITE_MONITOR_TOKENS": MONITOR_TOKEN})
+    with PromStack(
+        tmp_path / "stack",
+        target=f"127.0.0.1:{broker.port}",
+        token=MONITOR_TOKEN,
+        extra_tokens={"mqlite-wrong-token": WRONG_TOKEN},
+    ) as stack:
+        try:
+            yield broker, stack
+        except BaseException:
+            print(stack.logs())
+            raise
