@@ -16,8 +16,17 @@ MAX_RECEIVE_MESSAGES = 256
 MAX_WAIT_MS = 20_000
 PEEK_DEFAULT_MAX = 32
 PEEK_MAX = 1000
-RESPONSE_BYTE_BUDGET = 32 << 20  # Receive/Peek stop after crossing this many body bytes
+RESPONSE_BYTE_BUDGET = 32 << 20  # Receive/Peek stop after crossing this many encoded bytes
 RENEW_BATCH_MAX = 512
+
+# Work one request may ask for (hardening: every batch and every stored string is bounded,
+# so no single call can hold the writer for long or grow a row without limit).
+MAX_SEND_MESSAGES = 10_000  # messages per Send/Schedule call
+MAX_FANOUT_ROWS = 10_000  # messages x subscriptions of one publish
+MAX_SETTLE_BATCH = 10_000  # items per CompleteBatch
+MAX_PROPERTIES = 256  # application properties per message
+MAX_FIELD_BYTES = 4096  # each of message_id, group_id, subject, correlation_id, ...
+MAX_METADATA_BYTES = 64 << 10  # all string fields + property keys and values of one message
 
 # Idempotency records.
 SETTLEMENT_RECEIPT_TTL_MS = 30 * 60 * 1000

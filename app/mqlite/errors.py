@@ -10,7 +10,7 @@ handle errors identically.
 from __future__ import annotations
 
 from collections.abc import Mapping
-from typing import ClassVar
+from typing import Any, ClassVar
 
 
 class MQLiteError(Exception):
@@ -183,6 +183,20 @@ class UnsupportedSQLite(MQLiteError):
 
     code = "internal"
     http_status = 500
+
+
+class NoLock:
+    """The settler bound to a message that holds no lock (peeked, received-and-deleted):
+    every settlement verb refuses with ``InvalidArgument``. Clients bind every message they
+    return, so ``m.complete()`` on such a message fails the same way embedded and remote."""
+
+    def _refuse(self, *args: object) -> Any:
+        raise InvalidArgument("this message holds no lock to settle (peeked or receive-and-delete)")
+
+    complete = abandon = reject = defer = renew = _refuse
+
+
+NO_LOCK = NoLock()
 
 
 def _wire_classes() -> Mapping[str, type[MQLiteError]]:

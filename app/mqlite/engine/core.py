@@ -27,20 +27,6 @@ from mqlite.types import Message, QueueInfo
 F = TypeVar("F", bound=Callable[..., Any])
 
 
-class _NoLock:
-    """The settler of a message that holds no lock (peeked, received-and-deleted)."""
-
-    def _refuse(self, *args: object) -> Any:
-        raise errors.InvalidArgument(
-            "this message holds no lock to settle (peeked or receive-and-delete)"
-        )
-
-    complete = abandon = reject = defer = renew = _refuse
-
-
-NO_LOCK = _NoLock()
-
-
 def serialized(method: F) -> F:
     """Run an engine method under the writer (``writer.py``): inline when the writer is
     free, on the writer thread (group commit) when it is busy, directly when nested."""
@@ -125,7 +111,7 @@ class EngineCore:
 
     def _bind(self, msgs: list[Message]) -> list[Message]:
         for m in msgs:
-            object.__setattr__(m, "_settler", self if m.lock_token else NO_LOCK)
+            object.__setattr__(m, "_settler", self if m.lock_token else errors.NO_LOCK)
         return msgs
 
     def _completed(self, queue: str, n: int) -> None:

@@ -17,6 +17,7 @@ from mqlite.engine import claim, queues, send, settle
 from mqlite.engine.admin import AdminOps
 from mqlite.engine.core import serialized
 from mqlite.engine.keys import KeyOps
+from mqlite.engine.send import Route
 from mqlite.engine.storage_errors import translate
 from mqlite.engine.topic_ops import TopicOps
 from mqlite.engine.tx import EngineTx
@@ -97,7 +98,6 @@ class Engine(AdminOps, KeyOps, TopicOps):
         check_int("at_ms", at_ms, minimum=1)
         return self._send(queue, messages, ttl_ms=ttl_ms, at_ms=at_ms)
 
-    @serialized
     def _send(
         self,
         name: str,
@@ -106,31 +106,62 @@ class Engine(AdminOps, KeyOps, TopicOps):
         ttl_ms: int | None,
         at_ms: int | None,
     ) -> list[int]:
+        """Validate and route on the caller's thread (filters run here, never holding the
+        writer), then commit on the writer."""
         if not isinstance(name, str):
             raise errors.InvalidArgument("queue name must be a string")
+        routes = self.catalog.routes(name)  # an unknown or invalid name fails even when empty
         msgs = send.validate_messages(messages, self.max_message_bytes)
         if ttl_ms is not None:
             check_int("ttl_ms", ttl_ms, minimum=0)
         if not msgs:
             return []
-        routes = self.catalog.routes(name)  # validates an unknown name before refusing it
+        send.check_fanout(len(msgs), len(routes))
+        now = self.clock.now_ms()
+        if at_ms is not None and at_ms <= now:
+            raise errors.InvalidArgument(
+                f"scheduled time {at_ms} is not in the future (now is {now})"
+            )
+        visible_at = at_ms if at_ms is not None else now
+        plan = send.route_plan(routes, msgs, now, visible_at)
+        return self._commit_send(name, routes, plan, msgs, now, visible_at, ttl_ms)
+
+    @serialized
+    def _commit_send(
+        self,
+        name: str,
+        routes: list[Route],
+        plan: list[list[Route]] | None,
+        msgs: list[OutMessage],
+        now: int,
+        visible_at: int,
+        ttl_ms: int | None,
+    ) -> list[int]:
+        current = self.catalog.routes(name)
+        if current is not routes:  # subscriptions changed since routing: route again
+            send.check_fanout(len(msgs), len(current))
+            routes, plan = current, send.route_plan(current, msgs, now, visible_at)
         with self.store.transaction() as conn:
-            now = self.clock.now_ms()
-            if at_ms is not None and at_ms <= now:
-                raise errors.InvalidArgument(
-                    f"scheduled time {at_ms} is not in the future (now is {now})"
-                )
             result = send.insert(
                 conn,
                 now,
                 routes,
                 msgs,
-                visible_at_ms=at_ms if at_ms is not None else now,
+                visible_at_ms=visible_at,
                 ttl_ms=ttl_ms,
                 single=len(msgs) == 1,
+                plan=plan,
             )
             self._notify_after_commit(result.notify)
         return result.seq_numbers
+
+    def has_filters(self, name: str) -> bool:
+        """True when a send to ``name`` evaluates subscription filters (the server then
+        routes it on a worker thread, off the event loop and off the writer)."""
+        try:
+            return any(r.accepts is not None for r in self.catalog.routes(name))
+        except errors.MQLiteError:
+            return False
 
     @serialized
     def cancel(self, queue: str, seq_number: int) -> None:

@@ -13,7 +13,7 @@ import sqlite3
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
-from mqlite import errors
+from mqlite import defaults, errors
 from mqlite.engine import dedup
 from mqlite.engine.rows import encode_properties
 from mqlite.filters import FilterInput
@@ -61,6 +61,11 @@ def validate_messages(messages: object, max_message_bytes: int) -> list[OutMessa
     """
     if isinstance(messages, OutMessage) or not isinstance(messages, Sequence):
         raise errors.InvalidArgument("messages must be a list of OutMessage")
+    if len(messages) > defaults.MAX_SEND_MESSAGES:
+        raise errors.InvalidArgument(
+            f"{len(messages)} messages in one call; at most {defaults.MAX_SEND_MESSAGES} "
+            "(split the batch)"
+        )
     out: list[OutMessage] = []
     for i, m in enumerate(messages):
         if type(m) is not OutMessage:
@@ -89,10 +94,43 @@ def validate_messages(messages: object, max_message_bytes: int) -> list[OutMessa
             props and not all(type(k) is str and type(v) is str for k, v in props.items())
         ):
             raise errors.InvalidArgument(f"messages[{i}].properties must map strings to strings")
+        check_metadata(i, m, props)
         if type(body) is not bytes or props is not m.properties:
             m = dataclasses.replace(m, body=bytes(body), properties=props)
         out.append(m)
     return out
+
+
+def _utf8_len(text: str) -> int:
+    """UTF-8 size without encoding when the character count already settles it."""
+    n = len(text)
+    return n if text.isascii() else len(text.encode("utf-8", "surrogatepass"))
+
+
+def check_metadata(i: int, m: OutMessage, props: dict[str, str]) -> None:
+    """Bound every stored string: each field, the property count, and their total size
+    (a deviation from the original, which stored any length; docs/http.md "Limits")."""
+    total = 0
+    for name in _STRING_FIELDS:
+        size = _utf8_len(getattr(m, name))
+        if size > defaults.MAX_FIELD_BYTES:
+            raise errors.InvalidArgument(
+                f"messages[{i}].{name} is {size} bytes; at most {defaults.MAX_FIELD_BYTES}"
+            )
+        total += size
+    if props:
+        if len(props) > defaults.MAX_PROPERTIES:
+            raise errors.InvalidArgument(
+                f"messages[{i}].properties has {len(props)} entries; "
+                f"at most {defaults.MAX_PROPERTIES}"
+            )
+        for key, value in props.items():
+            total += _utf8_len(key) + _utf8_len(value)
+    if total > defaults.MAX_METADATA_BYTES:
+        raise errors.InvalidArgument(
+            f"messages[{i}] carries {total} bytes of metadata (ids, subject, properties); "
+            f"at most {defaults.MAX_METADATA_BYTES}"
+        )
 
 
 def effective_ttl_ms(request_ttl_ms: int | None, queue_default_ttl_ms: int) -> int:
@@ -114,35 +152,32 @@ def insert(
     visible_at_ms: int,
     ttl_ms: int | None,
     single: bool,
+    plan: list[list[Route]] | None = None,
 ) -> SendResult:
     """Insert every message into every accepting route; return positional seq numbers.
 
-    For a topic the seq is the last accepting route's (0 when no filter matched). A dedup
-    conflict is seq 0 in a batch; a single send raises ``DedupConflict`` instead.
+    ``plan`` (from ``route_plan``) lists, per message, the routes whose filter accepted it;
+    None means every route takes every message (no filters). For a topic the seq is the
+    last accepting route's (0 when no filter matched). A dedup conflict is seq 0 in a
+    batch; a single send raises ``DedupConflict`` instead.
     """
     scheduled = visible_at_ms > now_ms
     state = "scheduled" if scheduled else "active"
-    if len(messages) > 1 and len(routes) == 1:
+    if len(messages) > 1 and len(routes) == 1 and plan is None:
         route = routes[0]
-        if route.accepts is None and route.queue.config.dedup_window_ms <= 0:
+        if route.queue.config.dedup_window_ms <= 0:
             batch = _insert_many(conn, now_ms, route.queue, messages, visible_at_ms, ttl_ms, state)
             return SendResult(batch, set() if scheduled else {route.queue.name})
     notify: set[str] = set()
     seqs: list[int] = []
     execute = conn.execute
-    for m in messages:
+    for i, m in enumerate(messages):
         final_seq = 0
         conflicted = False
         props = encode_properties(m.properties)
-        env: FilterInput | None = None
-        for route in routes:
+        for route in routes if plan is None else plan[i]:
             q = route.queue
             cfg = q.config
-            if route.accepts is not None:
-                if env is None:
-                    env = filter_input(m, now_ms, visible_at_ms)
-                if not route.accepts(env):
-                    continue
             if not m.group_id and cfg.ordering_mode == OrderingMode.GROUP_FIFO:
                 raise errors.GroupRequired(
                     f"queue {q.name!r} is group_fifo: every message needs a group_id"
@@ -237,6 +272,30 @@ def _insert_many(
     )
     last = int(conn.execute(LAST_ROWID_SQL).fetchone()[0])
     return list(range(last - len(messages) + 1, last + 1))
+
+
+def check_fanout(messages: int, routes: int) -> None:
+    """One publish writes at most MAX_FANOUT_ROWS copies (messages x subscriptions)."""
+    if messages * routes > defaults.MAX_FANOUT_ROWS:
+        raise errors.InvalidArgument(
+            f"{messages} messages x {routes} subscriptions = {messages * routes} copies in "
+            f"one call; at most {defaults.MAX_FANOUT_ROWS} (send fewer messages per call)"
+        )
+
+
+def route_plan(
+    routes: Sequence[Route], messages: Sequence[OutMessage], now_ms: int, visible_at_ms: int
+) -> list[list[Route]] | None:
+    """Evaluate every subscription filter: per message, the routes that accept it. None
+    when no route has a filter. Pure CPU on a budget (filters fail closed), run BEFORE the
+    write transaction so a costly filter never holds the writer."""
+    if all(r.accepts is None for r in routes):
+        return None
+    plan: list[list[Route]] = []
+    for m in messages:
+        env = filter_input(m, now_ms, visible_at_ms)
+        plan.append([r for r in routes if r.accepts is None or r.accepts(env)])
+    return plan
 
 
 def filter_input(m: OutMessage, enqueued_at_ms: int, visible_at_ms: int) -> FilterInput:

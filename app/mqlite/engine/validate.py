@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
-from mqlite import errors
+from mqlite import defaults, errors
 from mqlite.types import ReceiveMode
 
 MAX_INT64 = (1 << 63) - 1
@@ -38,6 +38,10 @@ def check_pairs(items: object) -> list[tuple[int, str]]:
     """(seq_number, lock_token) pairs; an empty token is allowed (that item is ok=False)."""
     if isinstance(items, str | bytes) or not isinstance(items, Sequence):
         raise errors.InvalidArgument("messages must be a list of (seq_number, lock_token) pairs")
+    if len(items) > defaults.MAX_SETTLE_BATCH:
+        raise errors.InvalidArgument(
+            f"{len(items)} items in one batch; at most {defaults.MAX_SETTLE_BATCH}"
+        )
     pairs: list[tuple[int, str]] = []
     for i, item in enumerate(items):
         if isinstance(item, str | bytes) or not isinstance(item, Sequence) or len(item) != 2:

@@ -2,7 +2,8 @@
 
 ``open_embedded`` is the public entry point. ``EmbeddedClient`` has exactly the methods of
 the ``Client`` protocol (the same as ``mqlite.connect``'s) plus the embedded-only extras:
-``tx()`` (the transactional outbox), ``backup(path)`` and ``vacuum()``. The engine, its
+``tx()`` (the transactional outbox), ``backup(path)``, ``vacuum()`` and the read-only
+``clock`` it stamps times with. The engine, its
 store and catalog stay private; tests reach them through ``mqlite.testing``.
 """
 
@@ -254,6 +255,12 @@ class EmbeddedClient:
         self._engine.revoke_key(id)
 
     # -- embedded-only extras -------------------------------------------------------------
+
+    @property
+    def clock(self) -> Clock:
+        """The clock this broker stamps every time with (a ``Receiver`` on this client
+        judges lease deadlines by it, so an injected ``FakeClock`` works end to end)."""
+        return self._engine.clock
 
     @contextmanager
     def tx(self) -> Iterator[EngineTx]:

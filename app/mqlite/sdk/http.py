@@ -135,7 +135,7 @@ class HttpClient(RemoteSettings):
         raise AssertionError("unreachable")  # pragma: no cover
 
     def _bind(self, msgs: list[Message]) -> list[Message]:
-        return [m.bind(self) if m.lock_token else m for m in msgs]
+        return [m.bind(self if m.lock_token else errors.NO_LOCK) for m in msgs]
 
     # -- queues ---------------------------------------------------------------------------
 

@@ -63,12 +63,16 @@ async def send(ctx: Context, req: w.SendRequest) -> Any:
     if req.ttl_ms < 0:
         raise errors.InvalidArgument("ttl_ms must not be negative")
     ttl = req.ttl_ms or None
+    engine = ctx.engine
+    # A publish through filters routes on a worker thread: the filters' CPU never holds
+    # the event loop or the writer (the engine commits on the writer afterwards).
+    run = asyncio.to_thread if engine.has_filters(req.queue) else ctx.call
     if req.scheduled_enqueue_time_ms > 0:
-        seqs = await ctx.call(
-            ctx.engine.schedule, req.queue, req.messages, req.scheduled_enqueue_time_ms, ttl
+        seqs = await run(
+            engine.schedule, req.queue, req.messages, req.scheduled_enqueue_time_ms, ttl
         )
     else:
-        seqs = await ctx.call(ctx.engine.send, req.queue, req.messages, ttl)
+        seqs = await run(engine.send, req.queue, req.messages, ttl)
     return w.SendResponse(tuple(seqs))
 
 
