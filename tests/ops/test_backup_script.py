@@ -1,6 +1,6 @@
 """deploy/systemd/mqlite-backup against a real database with the real mqlite CLI: every
 snapshot verified and checksummed, only the newest N kept, nothing pruned on failure.
-(tests/appliance/test_systemd.py runs the same script from its timer's unit.)"""
+(tests/appliance/test_unit_in_systemd.py runs the same script from its timer's unit.)"""
 
 from __future__ import annotations
 
