@@ -3,11 +3,17 @@
 Nothing else in mqlite reads ``os.environ``: callers pass ``os.environ`` (or any mapping)
 to ``Settings.from_env`` and overlay their command-line flags with ``with_flags``.
 A typo never silently downgrades a setting: every unrecognised value is a startup error.
+
+Secrets can come from files instead (never argv, never the unit or compose file):
+``MQLITE_TOKENS_FILE`` / ``MQLITE_MONITOR_TOKENS_FILE`` (one token per line or
+comma-separated), or systemd credentials ``mqlite-tokens`` / ``mqlite-monitor-tokens``
+found in ``$CREDENTIALS_DIRECTORY`` (``LoadCredential=``). They are read once, here.
 """
 
 from __future__ import annotations
 
 import ipaddress
+import os
 import re
 import secrets
 from collections.abc import Mapping
@@ -96,6 +102,37 @@ def _token_list(raw: str, name: str) -> tuple[str, ...]:
     return tokens
 
 
+def read_secret(environ: Mapping[str, str], name: str, credential: str) -> tuple[str | None, str]:
+    """``(value, source)`` of a secret: the variable ``name``, else the file named by
+    ``name_FILE``, else systemd's ``$CREDENTIALS_DIRECTORY/credential``; ``source`` is what
+    an error message cites. Two explicit sources at once are refused (which one wins would
+    be a guess). File contents are never echoed: a bad value names only its source."""
+    file_var = f"{name}_FILE"
+    value, path = environ.get(name), environ.get(file_var, "").strip()
+    if value is not None and value.strip() and path:
+        raise ConfigError(f"set {name} or {file_var}, not both")
+    if value is not None and value.strip():
+        return value, name
+    source = f"{file_var}={path}"
+    if not path:
+        creds = environ.get("CREDENTIALS_DIRECTORY", "").strip()
+        candidate = os.path.join(creds, credential) if creds else ""
+        if not candidate or not os.path.exists(candidate):
+            return value, name
+        path, source = candidate, f"systemd credential {credential} ({candidate})"
+    try:
+        with open(path, encoding="utf-8") as fh:
+            text = fh.read()
+    except (OSError, UnicodeDecodeError) as exc:
+        reason = exc.strerror if isinstance(exc, OSError) and exc.strerror else "not UTF-8 text"
+        raise ConfigError(f"{source}: cannot read the file ({reason})") from None
+    if not text.strip():  # never fall back to a generated token because a mount was empty
+        raise ConfigError(f"{source}: the file is empty")
+    if text.strip().lower() == "off":
+        raise ConfigError(f"{source}: a secret file cannot hold 'off' (set {name}=off)")
+    return ",".join(text.splitlines()), source
+
+
 def parse_addr(addr: str, *, name: str = "MQLITE_ADDR") -> tuple[str, int]:
     """``HOST:PORT``, ``:PORT`` (all interfaces) or ``[v6]:PORT``."""
     text = addr.strip()
@@ -152,7 +189,7 @@ class Settings:
     @classmethod
     def from_env(cls, environ: Mapping[str, str]) -> Settings:
         """Parse every MQLITE_* variable; generate an admin token when none is configured."""
-        raw_tokens = environ.get("MQLITE_TOKENS")
+        raw_tokens, tokens_source = read_secret(environ, "MQLITE_TOKENS", "mqlite-tokens")
         tokens: tuple[str, ...] | None
         generated = False
         if raw_tokens is None or not raw_tokens.strip():
@@ -160,13 +197,15 @@ class Settings:
         elif raw_tokens.strip().lower() == "off":
             tokens = None
         else:
-            tokens = _token_list(raw_tokens, "MQLITE_TOKENS")
+            tokens = _token_list(raw_tokens, tokens_source)
         monitor: tuple[str, ...] = ()
-        raw_monitor = environ.get("MQLITE_MONITOR_TOKENS", "")
-        if raw_monitor.strip():
+        raw_monitor, monitor_source = read_secret(
+            environ, "MQLITE_MONITOR_TOKENS", "mqlite-monitor-tokens"
+        )
+        if raw_monitor is not None and raw_monitor.strip():
             if tokens is None:
                 raise ConfigError("MQLITE_MONITOR_TOKENS requires auth (MQLITE_TOKENS is off)")
-            monitor = _token_list(raw_monitor, "MQLITE_MONITOR_TOKENS")
+            monitor = _token_list(raw_monitor, monitor_source)
             if set(monitor) & set(tokens):
                 raise ConfigError(
                     "MQLITE_MONITOR_TOKENS must be distinct from the administrator tokens"

@@ -1,16 +1,28 @@
 #!/usr/bin/env bash
-# Installs the Debian packages that `make test` needs, only those still missing (idempotent:
-# a second run with everything present does nothing, not even `apt-get update`).
-# Runs as root (CI and the dev machines are root; no daemon starts: policy-rc.d forbids it).
+# Installs the Debian packages the test tiers drive for real, and ONLY the missing ones
+# (idempotent: with everything present it pays one dpkg-query per package, not even an
+# `apt-get update`). Debian packages only: the package index is the one registry this
+# machine reaches for system tools. No daemon starts: policy-rc.d forbids it.
 #
-# Packages: ONE PER LINE inside the list below, so that merging branches that each add
-# their own packages is a plain union of lines. Keep the markers.
+# Packages: ONE PER LINE inside the list below (with a comment saying who needs it), so
+# merging branches that each add their own packages is a plain union of lines. Keep the
+# markers: tests/ops/test_lint.py reads them.
 set -euo pipefail
 
 APT_PACKAGES=(
 # --- apt packages: begin (one per line) ---
+# tests/ops (real-stack): Prometheus and Alertmanager evaluating our rules.
 prometheus
 prometheus-alertmanager
+# tests/appliance: build and run the real image, compose stack and systemd unit without a
+# Docker engine. runc, not crun: crun fails on this machine's hybrid cgroups (shared
+# OPS-TOOLING §3). debootstrap builds the stand-in base images (registries unreachable).
+podman
+buildah
+runc
+debootstrap
+# deploy/Caddyfile: `caddy validate` plus a real proxy run blocking /metrics.
+caddy
 # --- apt packages: end ---
 )
 
@@ -19,13 +31,23 @@ for pkg in "${APT_PACKAGES[@]}"; do
     status=$(dpkg-query -W -f='${db:Status-Status}' "$pkg" 2>/dev/null || true)
     [[ "$status" == "installed" ]] || missing+=("$pkg")
 done
-
 if ((${#missing[@]} == 0)); then
     exit 0
+fi
+if ((EUID != 0)); then
+    echo "install-deps: missing ${missing[*]}; run as root (or: sudo $0)" >&2
+    exit 1
 fi
 
 echo "install-deps: installing ${missing[*]}" >&2
 export DEBIAN_FRONTEND=noninteractive
-apt-get update -o DPkg::Lock::Timeout=600 -qq
+# Another process (a parallel job, unattended upgrades) may hold the dpkg lock.
+apt_get() { apt-get -o DPkg::Lock::Timeout=600 -o Acquire::Retries=3 -qq "$@"; }
+apt_get update
 # --no-install-recommends: Debian's prometheus recommends node-exporter, smartmontools, ...
-apt-get install -y -qq -o DPkg::Lock::Timeout=600 --no-install-recommends "${missing[@]}"
+apt_get install -y --no-install-recommends "${missing[@]}" >/dev/null
+# caddy's package ships an enabled caddy.service; with no systemd as PID 1 nothing starts
+# (policy-rc.d), and on a host with systemd we do not want a stray proxy on :80 either.
+if [[ " ${missing[*]} " == *" caddy "* ]] && [[ -d /run/systemd/system ]]; then
+    systemctl disable --now caddy.service >/dev/null 2>&1 || true
+fi

@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
+import os
 import re
+from pathlib import Path
 
 import pytest
 
@@ -102,3 +104,78 @@ def test_metrics_require_auth_and_flags_win() -> None:
         s.check_serve()
     s.with_flags(metrics=False).check_serve()
     assert Settings.from_env({"MQLITE_METRICS": "on"}).with_flags(metrics=False).metrics is False
+
+
+# -- secrets from files (MQLITE_*_FILE, systemd credentials) -------------------------------
+
+
+def test_tokens_come_from_a_file_one_per_line_or_comma_separated(tmp_path: Path) -> None:
+    admin = tmp_path / "tokens"
+    admin.write_text("mqk_one\nmqk_two, mqk_three\n")
+    monitor = tmp_path / "monitor"
+    monitor.write_text("mqk_mon\n")
+    s = Settings.from_env(
+        {"MQLITE_TOKENS_FILE": str(admin), "MQLITE_MONITOR_TOKENS_FILE": str(monitor)}
+    )
+    assert s.tokens == ("mqk_one", "mqk_two", "mqk_three") and not s.token_generated
+    assert s.monitor_tokens == ("mqk_mon",)
+
+
+def test_systemd_credentials_directory_is_read_when_no_variable_is_set(tmp_path: Path) -> None:
+    (tmp_path / "mqlite-tokens").write_text("mqk_cred\n")
+    (tmp_path / "mqlite-monitor-tokens").write_text("mqk_cred_mon\n")
+    s = Settings.from_env({"CREDENTIALS_DIRECTORY": str(tmp_path)})
+    assert s.tokens == ("mqk_cred",) and s.monitor_tokens == ("mqk_cred_mon",)
+    # The explicit variable wins over the credential; no credential = a generated token.
+    assert Settings.from_env(
+        {"CREDENTIALS_DIRECTORY": str(tmp_path), "MQLITE_TOKENS": "mqk_env"}
+    ).tokens == ("mqk_env",)
+    assert Settings.from_env({"CREDENTIALS_DIRECTORY": str(tmp_path / "none")}).token_generated
+
+
+@pytest.mark.parametrize(
+    ("content", "match"),
+    [
+        (None, r"MQLITE_TOKENS_FILE=.*cannot read the file \(No such file"),
+        ("", r"MQLITE_TOKENS_FILE=.*the file is empty"),
+        (" \n\n", r"MQLITE_TOKENS_FILE=.*the file is empty"),
+        ("off\n", r"MQLITE_TOKENS_FILE=.*cannot hold 'off'"),
+        ("mqk_a b\n", r"MQLITE_TOKENS_FILE=.*whitespace"),
+        (b"\xff\xfe", r"MQLITE_TOKENS_FILE=.*not UTF-8"),
+    ],
+)
+def test_a_bad_token_file_fails_naming_the_variable_never_the_content(
+    tmp_path: Path, content: str | bytes | None, match: str
+) -> None:
+    path = tmp_path / "tokens"
+    if isinstance(content, bytes):
+        path.write_bytes(content)
+    elif content is not None:
+        path.write_text(content)
+    with pytest.raises(ConfigError, match=match) as info:
+        Settings.from_env({"MQLITE_TOKENS_FILE": str(path)})
+    assert "mqk_a" not in str(info.value)
+
+
+def test_an_unreadable_token_file_names_the_variable(tmp_path: Path) -> None:
+    path = tmp_path / "tokens"
+    path.write_text("mqk_secret\n")
+    path.chmod(0)
+    if os.access(path, os.R_OK):  # root reads anything: use a directory instead
+        path = tmp_path
+    with pytest.raises(ConfigError, match=r"MQLITE_MONITOR_TOKENS_FILE=.*cannot read"):
+        Settings.from_env({"MQLITE_TOKENS": "a", "MQLITE_MONITOR_TOKENS_FILE": str(path)})
+
+
+def test_a_variable_and_its_file_together_are_refused(tmp_path: Path) -> None:
+    path = tmp_path / "tokens"
+    path.write_text("mqk_file\n")
+    with pytest.raises(ConfigError, match="set MQLITE_TOKENS or MQLITE_TOKENS_FILE, not both"):
+        Settings.from_env({"MQLITE_TOKENS": "mqk_env", "MQLITE_TOKENS_FILE": str(path)})
+
+
+def test_monitor_tokens_from_a_credential_must_differ_from_admin(tmp_path: Path) -> None:
+    (tmp_path / "mqlite-tokens").write_text("mqk_same\n")
+    (tmp_path / "mqlite-monitor-tokens").write_text("mqk_same\n")
+    with pytest.raises(ConfigError, match="MQLITE_MONITOR_TOKENS must be distinct"):
+        Settings.from_env({"CREDENTIALS_DIRECTORY": str(tmp_path)})

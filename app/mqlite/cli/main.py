@@ -24,9 +24,7 @@ def _bool_flag(text: str) -> bool:
     raise argparse.ArgumentTypeError(f"want true/false, got {text!r}")
 
 
-def build_parser() -> argparse.ArgumentParser:
-    from mqlite.cli.args import client_flags
-    from mqlite.cli.commands import register_all
+def build_parser(*, serve_only: bool = False) -> argparse.ArgumentParser:
 
     parser = argparse.ArgumentParser(
         prog="mqlite", description="A message broker on one SQLite file."
@@ -49,6 +47,11 @@ def build_parser() -> argparse.ArgumentParser:
         default=None,
         help="with auth off, allow a non-loopback bind",
     )
+    if serve_only:
+        return parser
+    from mqlite.cli.args import client_flags
+    from mqlite.cli.commands import register_all
+
     commands.add_parser("version", help="print the version")
     commands.add_parser("help", help="show this help")
     register_all(commands, client_flags())
@@ -79,9 +82,12 @@ def _fail(text: str, code: int) -> int:
 
 
 def main(argv: list[str] | None = None) -> int:
-    from mqlite.cli.output import probe_stdio
+    from mqlite.cli.stdio import probe_stdio
 
     undeliverable = probe_stdio()  # before any file is opened
+    args_list = sys.argv[1:] if argv is None else argv
+    if args_list[:1] == ["serve"]:
+        return _serve(build_parser(serve_only=True).parse_args(args_list))
     parser = build_parser()
     args = parser.parse_args(argv)
     if args.command == "version":

@@ -8,7 +8,6 @@ file is opened, so a closed fd 1 can never be reused by the database.
 from __future__ import annotations
 
 import json
-import os
 import sys
 from collections.abc import Iterable, Sequence
 from datetime import UTC, datetime
@@ -17,33 +16,6 @@ from typing import Any, BinaryIO
 from mqlite.clock import SYSTEM_CLOCK
 from mqlite.types import Message
 from mqlite.wire import PEEKED_MESSAGE, RECEIVED_MESSAGE, Route, encode_response
-
-
-def probe_stdio() -> bool:
-    """True when stdout cannot deliver (closed at exec, or /dev/null).
-
-    A closed standard descriptor is re-opened on /dev/null so that no file this process
-    opens later can take its number (and receive our output).
-    """
-    undeliverable = False
-    for fd in (0, 1, 2):
-        try:
-            st = os.fstat(fd)
-        except OSError:
-            os.dup2(os.open(os.devnull, os.O_RDWR), fd)
-            undeliverable |= fd == 1
-            continue
-        if fd == 1:
-            try:
-                null = os.stat(os.devnull)
-            except OSError:
-                continue
-            undeliverable |= (st.st_dev, st.st_ino) == (null.st_dev, null.st_ino)
-    if sys.stdout is None:
-        sys.stdout = open(os.devnull, "w")  # noqa: SIM115 - lives for the process
-    if sys.stderr is None:
-        sys.stderr = open(os.devnull, "w")  # noqa: SIM115
-    return undeliverable
 
 
 def dumps(value: Any) -> str:

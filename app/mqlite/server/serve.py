@@ -16,14 +16,13 @@ from gunicorn.app.base import BaseApplication
 from mqlite import errors
 from mqlite.config import Settings
 from mqlite.engine.store import check_lock_free
-from mqlite.server.app import BrokerApp
 
 GRACEFUL_TIMEOUT_S = 10
 
 
 class _Gunicorn(BaseApplication):  # type: ignore[misc]
-    def __init__(self, app: BrokerApp, options: dict[str, Any]) -> None:
-        self._app = app
+    def __init__(self, settings: Settings, options: dict[str, Any]) -> None:
+        self._settings = settings
         self._options = options
         super().__init__()
 
@@ -31,8 +30,12 @@ class _Gunicorn(BaseApplication):  # type: ignore[misc]
         for key, value in self._options.items():
             self.cfg.set(key, value)
 
-    def load(self) -> BrokerApp:
-        return self._app
+    def load(self) -> Any:
+        # Runs in the worker (preload_app=False): the master never imports the app, the
+        # engine, starlette or uvicorn, which keeps the idle process tree small.
+        from mqlite.server.app import BrokerApp
+
+        return BrokerApp(self._settings)
 
 
 def gunicorn_options(settings: Settings) -> dict[str, Any]:
@@ -65,8 +68,7 @@ def run(settings: Settings) -> int:
         print(f"mqlite serve: {exc.message}", file=sys.stderr)
         return 1
     banner(settings)
-    app = BrokerApp(settings)
-    _Gunicorn(app, gunicorn_options(settings)).run()
+    _Gunicorn(settings, gunicorn_options(settings)).run()
     return 0
 
 

@@ -1,52 +1,27 @@
-"""The gunicorn worker: uvicorn, with a graceful drain that starts on the signal.
+"""The gunicorn worker class: a shim so uvicorn and the app load only in the forked worker.
 
-Uvicorn waits for in-flight requests before running the app's lifespan shutdown, so a
-parked 20 s long poll would hold the whole shutdown. This worker's server tells the app
-to drain (refuse new claims, wake parked polls: they return empty) the moment SIGTERM or
-SIGINT arrives, then lets uvicorn finish in-flight requests and run the lifespan shutdown.
+gunicorn imports ``worker_class`` and instantiates it in the MASTER before forking, and a
+forked child's inherited pages count in both processes' RSS. So this module imports only
+gunicorn; ``init_process`` (in the child) builds the real uvicorn worker
+(``drain_worker.DrainWorker``) and hands it the heartbeat file the master watches. The
+master stays at python + gunicorn + config (the appliance's idle tree target is < 70 MB).
 """
 
 from __future__ import annotations
 
-import asyncio
-import signal
-import sys
-from types import FrameType
-from typing import Any, ClassVar
-
-from gunicorn.arbiter import Arbiter
-from uvicorn.server import Server
-from uvicorn_worker import UvicornWorker
+from gunicorn.workers.base import Worker as GunicornWorker
 
 
-class DrainingServer(Server):
-    def handle_exit(self, sig: int, frame: FrameType | None) -> None:
-        drain = getattr(self.config.app, "begin_drain", None)
-        if callable(drain):
-            drain()
-        super().handle_exit(sig, frame)
-
-
-class Worker(UvicornWorker):  # type: ignore[misc]
+class Worker(GunicornWorker):  # type: ignore[misc]
     """Exactly one of these serves the broker (the engine is a single writer)."""
 
-    CONFIG_KWARGS: ClassVar[dict[str, Any]] = {
-        "loop": "auto",
-        "http": "auto",
-        "lifespan": "on",
-        "timeout_graceful_shutdown": 8,
-        "access_log": False,  # the app writes its own JSON access log
-        "server_header": False,
-    }
+    def init_process(self) -> None:
+        from mqlite.server.drain_worker import DrainWorker
 
-    async def _serve(self) -> None:
-        self.config.app = self.wsgi
-        server = DrainingServer(config=self.config)
-        # gunicorn's master turns SIGINT into SIGQUIT for its worker: treat it like SIGTERM
-        # (drain, finish, lifespan shutdown) rather than uvicorn-worker's abrupt quit.
-        asyncio.get_running_loop().add_signal_handler(
-            signal.SIGQUIT, server.handle_exit, signal.SIGQUIT, None
+        real = DrainWorker(
+            self.age, self.ppid, self.sockets, self.app, self.timeout, self.cfg, self.log
         )
-        await server.serve(sockets=self.sockets)
-        if not server.started:
-            sys.exit(Arbiter.WORKER_BOOT_ERROR)
+        real.tmp.close()
+        real.tmp = self.tmp  # the master's liveness check reads THIS file's mtime
+        real.pid = self.pid
+        real.init_process()  # runs the server; never returns (sys.exit)

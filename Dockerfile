@@ -1,0 +1,61 @@
+# mqlite appliance: the HTTP broker (`mqlite serve`: gunicorn with one uvicorn worker)
+# over one SQLite file on the /data volume. Build: `make image`; tests: `make image-test`.
+# Values shared with compose.yaml, fly.toml and deploy/systemd (port 6754, /data, /healthz,
+# SIGTERM, uid 10001) are kept in agreement by tests/ops/test_drift.py.
+
+# ---- build: wheels for the project and its dependencies, installed into a venv ----------
+# The base is pinned by tag (Debian release included: glibc and libsqlite3 come from it).
+FROM docker.io/library/python:3.11-slim-bookworm AS build
+ENV PIP_NO_CACHE_DIR=1 PIP_DISABLE_PIP_VERSION_CHECK=1 PYTHONDONTWRITEBYTECODE=1
+# binutils for `strip` only: uvloop ships its .so with debug info (13.6 MB -> 1.6 MB).
+RUN apt-get update \
+ && apt-get install -y --no-install-recommends binutils \
+ && rm -rf /var/lib/apt/lists/*
+WORKDIR /src
+# Dependencies first, from pyproject.toml alone, so this layer survives code changes.
+COPY pyproject.toml README.md ./
+RUN python -c "import tomllib; d = tomllib.load(open('pyproject.toml', 'rb')); \
+print('\n'.join(d['project']['dependencies']))" > requirements.txt \
+ && pip wheel --wheel-dir /wheels -r requirements.txt
+COPY app/ app/
+# A venv without pip (the runtime never installs anything), filled from the wheels only.
+RUN pip wheel --no-deps --wheel-dir /wheels . \
+ && python -m venv --without-pip /opt/mqlite \
+ && pip --python /opt/mqlite/bin/python install --no-index --find-links /wheels /wheels/mqlite-*.whl \
+ && find /opt/mqlite -name '*.so' -exec strip --strip-unneeded {} + \
+ && /opt/mqlite/bin/mqlite version
+
+# ---- runtime: the base image plus the venv; no compiler, no pip cache, no curl ------------
+FROM docker.io/library/python:3.11-slim-bookworm
+ARG VERSION=0.1.0
+LABEL org.opencontainers.image.title="mqlite" \
+      org.opencontainers.image.description="A message broker on one SQLite file, with Azure Service Bus semantics" \
+      org.opencontainers.image.version="${VERSION}" \
+      org.opencontainers.image.licenses="MIT" \
+      org.opencontainers.image.source="https://github.com/mqlitehq/mqlite-py" \
+      org.opencontainers.image.documentation="https://github.com/mqlitehq/mqlite-py/blob/main/docs/deployment.md"
+# A fixed uid/gid (not root) so a volume's ownership means the same thing on every host.
+RUN groupadd --system --gid 10001 mqlite \
+ && useradd --system --uid 10001 --gid 10001 --home-dir /data --no-create-home \
+      --shell /usr/sbin/nologin mqlite \
+ && mkdir /data && chown 10001:10001 /data && chmod 0700 /data
+COPY --from=build /opt/mqlite /opt/mqlite
+# MQLITE_ADDR=:6754 binds every interface INSIDE the container; publish it on loopback
+# (compose does) or behind a proxy. Tokens come from MQLITE_TOKENS_FILE / secrets, never
+# from the image: unset, the broker prints a generated admin token at startup.
+ENV PATH=/opt/mqlite/bin:$PATH \
+    MQLITE_DB=file:/data/mq.db \
+    MQLITE_ADDR=:6754 \
+    PYTHONUNBUFFERED=1 \
+    PYTHONDONTWRITEBYTECODE=1
+VOLUME /data
+WORKDIR /data
+USER 10001:10001
+EXPOSE 6754
+# gunicorn drains on SIGTERM (parked long polls return at once) and exits within its
+# 10 s graceful timeout: give `docker stop` more than that (--stop-timeout 15).
+STOPSIGNAL SIGTERM
+# Python's urllib, no curl: the port follows MQLITE_ADDR. /healthz is liveness only.
+HEALTHCHECK --interval=10s --timeout=3s --start-period=15s --retries=3 \
+  CMD ["python", "-c", "import os, urllib.request as u; p = os.environ.get('MQLITE_ADDR', ':6754').rsplit(':', 1)[1]; u.urlopen(f'http://127.0.0.1:{p}/healthz', timeout=2).read() == b'ok' or exit(1)"]
+ENTRYPOINT ["mqlite", "serve"]
