@@ -52,3 +52,4 @@ DEFAULT_SYNC = "NORMAL"
 # Filters (concepts §10).
 FILTER_MAX_SOURCE_BYTES = 4096
 FILTER_MAX_AST_NODES = 1000
+FILTER_PUBLISH_BUDGET_MS = 2000  # all filter evaluations of one Send (else 400, nothing sent)

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import dataclasses
 import sqlite3
+import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
@@ -292,9 +293,15 @@ def route_plan(
     if all(r.accepts is None for r in routes):
         return None
     plan: list[list[Route]] = []
+    deadline = time.perf_counter() + defaults.FILTER_PUBLISH_BUDGET_MS / 1000
     for m in messages:
         env = filter_input(m, now_ms, visible_at_ms)
         plan.append([r for r in routes if r.accepts is None or r.accepts(env)])
+        if time.perf_counter() > deadline:
+            raise errors.InvalidArgument(
+                f"subscription filters need over {defaults.FILTER_PUBLISH_BUDGET_MS} ms for "
+                "this publish; send fewer messages per call (nothing was sent)"
+            )
     return plan
 
 

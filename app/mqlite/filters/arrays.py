@@ -132,11 +132,55 @@ def get(ev: Evaluator, a: list[Any]) -> Any:
 
 
 def uniq(ev: Evaluator, a: list[Any]) -> list[Any]:
+    """First occurrences in order, linear time: each item is keyed so that two keys are
+    equal exactly when ``equal`` holds (numbers across int/float at the top level and
+    element-wise in arrays, strict types deeper); an unkeyable item is compared by scan."""
+    items = _a(a[0], "uniq")
+    ev.step(len(items))
+    seen: set[Any] = set()
+    odd: list[Any] = []  # items with no key (NaN, unknown types): compared the slow way
     out: list[Any] = []
-    for x in _a(a[0], "uniq"):
-        if not any(equal(x, y) for y in out):
-            out.append(x)
+    for x in items:
+        key = equality_key(x)
+        if key is None:
+            if any(equal(x, y) for y in odd):
+                continue
+            odd.append(x)
+        elif key in seen:
+            continue
+        else:
+            seen.add(key)
+        out.append(x)
     return out
+
+
+def equality_key(x: Any, deep: bool = False) -> Any:
+    """A hashable key consistent with ``equal`` (``deep_equal`` when ``deep``); None when
+    the value has no such key (NaN never equals itself; unknown types)."""
+    t = type(x)
+    if t is bool:
+        return ("bool", x)
+    if t is int or t is float:
+        if x != x:  # NaN
+            return None
+        if deep:
+            return (t.__name__, x)
+        return ("num", int(x) if t is float and x.is_integer() else x)
+    if t is str:
+        return ("str", x)
+    if x is None:
+        return ("nil",)
+    if t is list:
+        keys = tuple(equality_key(v, deep) for v in x)
+        return None if any(k is None for k in keys) else ("list", keys)
+    if isinstance(x, dict):
+        pairs = [(k, equality_key(v, True)) for k, v in x.items()]
+        return None if any(k is None for _, k in pairs) else ("map", t, frozenset(pairs))
+    if isinstance(x, XTime | XDuration):
+        return (t.__name__, x.ns)
+    if isinstance(x, Named):
+        return ("named", x.kind, x.value)
+    return None
 
 
 def sort(ev: Evaluator, a: list[Any]) -> list[Any]:
@@ -144,6 +188,7 @@ def sort(ev: Evaluator, a: list[Any]) -> list[Any]:
     if order not in ("asc", "desc"):
         raise FilterRuntimeError(f"unknown order {order}, use asc or desc")
     items = _a(a[0], "sort")
+    ev.step(len(items) * max(len(items).bit_length(), 1))  # comparisons, charged up front
     items.sort(key=cmp_to_key(lambda x, y: -1 if lt(x, y) else 1 if lt(y, x) else 0))
     return items[::-1] if order == "desc" else items
 

@@ -148,14 +148,19 @@ def _repeat(ev: Evaluator, a: list[Any]) -> str:
 def _replace(ev: Evaluator, a: list[Any]) -> str:
     s, old, new = _s(a[0], "replace"), _s(a[1], "replace"), _s(a[2], "replace")
     count = _i(a[3], "replace") if len(a) > 3 else -1
-    out = s.replace(old, new, count)
-    ev.charge(len(out))
-    return out
+    # Charge the result's size BEFORE building it: "" as old matches between every char.
+    found = s.count(old) if old else len(s) + 1
+    if count >= 0:
+        found = min(found, count)
+    ev.charge(len(s) + found * max(len(new) - len(old), 0))
+    return s.replace(old, new, count)
 
 
 def _join(ev: Evaluator, a: list[Any]) -> str:
     glue = _s(a[1], "join") if len(a) > 1 else ""
-    return glue.join(_s(x, "join") for x in _a(a[0], "join"))
+    parts = [_s(x, "join") for x in _a(a[0], "join")]
+    ev.charge(sum(map(len, parts)) + len(glue) * max(len(parts) - 1, 0))  # before building
+    return glue.join(parts)
 
 
 def _index_of(last: bool) -> Fn:

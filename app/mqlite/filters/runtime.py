@@ -7,13 +7,16 @@ can ever be evaluated; names resolve only through the environment we build.
 
 Building a SimpleEval is slow (it enters ``warnings.catch_warnings``), so each thread
 keeps one evaluator and reuses it for every filter and message; per-evaluation state is
-reset by ``run``. Work is bounded: predicate iterations are charged by body size and
-allocations (ranges, arrays, strings) against a memory budget like expr's.
+reset by ``run``. Work is bounded: predicate iterations are charged by body size,
+allocations (ranges, arrays, strings) against a memory budget like expr's, regex searches
+by their worst-case cost, and every evaluation by wall-clock time; exceeding any of them
+is a ``FilterRuntimeError``, so the message is not routed there (fail closed, counted).
 """
 
 from __future__ import annotations
 
 import threading
+import time
 from typing import Any
 
 from simpleeval import SimpleEval
@@ -28,6 +31,14 @@ from mqlite.filters.values import FilterRuntimeError, compile_regex, type_name
 
 MEMORY_BUDGET = 1_000_000  # expr's default memory budget (elements / characters allocated)
 STEP_BUDGET = 100_000  # node evaluations spent inside predicate bodies per message
+# Wall-clock bound of one evaluation, checked after every builtin/method call and every
+# 256 nodes (a builtin is bounded by the memory/step budgets, so none can run long alone).
+TIME_BUDGET_S = 0.050
+# A regex search costs at most ~(program size x text length) in RE2's NFA fallback (the
+# DFA is usually far faster); searches whose worst case exceeds this are refused before
+# they start (~0.5 s at 8 ns per unit on the CI machine). RE2 releases the GIL meanwhile.
+REGEX_WORK_BUDGET = 64_000_000
+_TICK_MASK = 0xFF
 _REGEX_CACHE_SIZE = 64
 
 
@@ -60,6 +71,9 @@ class Evaluator(SimpleEval):  # type: ignore[misc]
         self.frames: list[list[Any]] = []  # predicate frames: [item, index, acc]
         self.memory = 0
         self.steps = 0
+        self.regex_work = 0
+        self.ticks = 0
+        self.deadline = 0.0
         self.regexes: dict[str, Any] = {}
 
     def run(self, source: str, tree: n.Node, names: dict[str, Any]) -> Any:
@@ -68,7 +82,20 @@ class Evaluator(SimpleEval):  # type: ignore[misc]
         self.frames = []
         self.memory = 0
         self.steps = 0
+        self.regex_work = 0
+        self.ticks = 0
+        self.deadline = time.perf_counter() + TIME_BUDGET_S
         return self.eval(source, previously_parsed=tree)
+
+    def _eval(self, node: Any) -> Any:
+        self.ticks += 1
+        if not self.ticks & _TICK_MASK:
+            self.check_time()
+        return super()._eval(node)
+
+    def check_time(self) -> None:
+        if time.perf_counter() > self.deadline:
+            raise FilterRuntimeError(f"time budget exceeded ({TIME_BUDGET_S * 1000:.0f} ms)")
 
     def now(self) -> Any:
         """``now()`` is the publish time: the clock is injected, never read here."""
@@ -85,6 +112,15 @@ class Evaluator(SimpleEval):  # type: ignore[misc]
         self.steps += units
         if self.steps > STEP_BUDGET:
             raise FilterRuntimeError("operation budget exceeded")
+
+    def search(self, regex: Any, text: str) -> bool:
+        """``text matches regex`` within the regex work budget (refused before it runs)."""
+        self.regex_work += max(int(regex.programsize), 1) * max(len(text), 1)
+        if self.regex_work > REGEX_WORK_BUDGET:
+            raise FilterRuntimeError(
+                "regex budget exceeded (pattern too complex for a text this long)"
+            )
+        return regex.search(text) is not None
 
     def regex(self, pattern: str) -> Any:
         compiled = self.regexes.get(pattern)
@@ -148,7 +184,7 @@ class Evaluator(SimpleEval):  # type: ignore[misc]
                     f"invalid operation: {type_name(left)} matches {type_name(right)}"
                 )
             regex = node.regex if node.regex is not None else self.regex(right)
-            return regex.search(left) is not None
+            return self.search(regex, left)
         # ".." (range)
         if type(left) is not int or type(right) is not int:
             raise FilterRuntimeError(f"invalid operation: {type_name(left)} .. {type_name(right)}")
@@ -175,19 +211,26 @@ class Evaluator(SimpleEval):  # type: ignore[misc]
         return slice_value(obj, lo, hi)
 
     def _call(self, node: n.Call) -> Any:
-        return mqlite_function(node.name, [self._eval(a) for a in node.args])
+        result = mqlite_function(node.name, [self._eval(a) for a in node.args])
+        self.check_time()
+        return result
 
     def _builtin(self, node: n.Builtin) -> Any:
         if node.name in PREDICATES:
-            return run_predicate(self, node)
-        return BUILTINS[node.name](self, [self._eval(a) for a in node.args])
+            result = run_predicate(self, node)
+        else:
+            result = BUILTINS[node.name](self, [self._eval(a) for a in node.args])
+        self.check_time()
+        return result
 
     def _method(self, node: n.MethodCall) -> Any:
         member = node.member
         obj = self._eval(member.obj)
         if obj is None and member.optional:
             raise NilChain
-        return call_method(obj, str(member.const_key), [self._eval(a) for a in node.args])
+        result = call_method(obj, str(member.const_key), [self._eval(a) for a in node.args])
+        self.check_time()
+        return result
 
     def _conditional(self, node: n.Conditional) -> Any:
         cond = self._eval(node.cond)

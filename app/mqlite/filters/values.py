@@ -31,10 +31,15 @@ class RegexError(Exception):
     """A pattern RE2 (Go's regexp syntax) rejects."""
 
 
+MAX_REGEX_PROGRAM = 20_000  # RE2 instructions; typical < 100, Unicode classes ~1200 (\pL)
+
+
 def compile_regex(pattern: str) -> Any:
-    """Compile with RE2: linear-time matching, so no pattern can stall the broker."""
+    """Compile with RE2 (linear-time matching), refusing programs over MAX_REGEX_PROGRAM:
+    search time grows with program size x text length, so the size is bounded at
+    Subscribe and the search is charged against the evaluator's regex budget."""
     try:
-        return re2.compile(pattern, options=_RE2_OPTIONS)
+        compiled = re2.compile(pattern, options=_RE2_OPTIONS)
     except re2.error as exc:
         detail = exc.args[0] if exc.args else exc
         if isinstance(detail, bytes):
@@ -42,6 +47,12 @@ def compile_regex(pattern: str) -> Any:
         raise RegexError(str(detail)) from None
     except (TypeError, ValueError) as exc:
         raise RegexError(str(exc)) from None
+    size = int(compiled.programsize)
+    if size > MAX_REGEX_PROGRAM:
+        raise RegexError(
+            f"pattern too complex (RE2 program size {size}, at most {MAX_REGEX_PROGRAM})"
+        )
+    return compiled
 
 
 class StrMap(dict[str, str]):
