@@ -99,3 +99,41 @@ def test_a_parked_receive_holds_no_writer(engine: mqlite.EmbeddedClient) -> None
     assert time.monotonic() - started < 1
     engine.send_one("q", OutMessage(body=b"x"))
     t.join(5)
+
+
+def test_a_send_wakes_only_as_many_parked_polls_as_it_made_claimable(
+    engine: mqlite.EmbeddedClient,
+) -> None:
+    """No thundering herd: one message wakes one of ten parked polls; the rest stay parked
+    until there is work for them."""
+    engine.create_queue("q")
+    notifier = testing.engine(engine).notifier
+    polls = [run_in_thread(lambda: engine.receive("q", wait_ms=10_000)) for _ in range(10)]
+    assert notifier.wait_for_waiters("q", 10)
+    engine.send_one("q", OutMessage(body=b"one"))
+    polls[0][0].join(5)  # the oldest waiter is woken first
+    assert not polls[0][0].is_alive()
+    assert notifier.wait_for_waiters("q", 9)
+    assert notifier.waiting("q") == 9
+    assert sum(not t.is_alive() for t, _ in polls) == 1
+    engine.send("q", [OutMessage(body=b"%d" % i) for i in range(9)])
+    for t, _ in polls:
+        t.join(5)
+    got = sorted(len(out["value"]) for _, out in polls)  # type: ignore[arg-type]
+    assert got == [1] * 10
+
+
+def test_an_unused_wake_is_handed_to_the_next_waiter() -> None:
+    """A poll woken but leaving without claiming (deadline, disconnect) passes the wake on,
+    so bounded wake-ups never strand a message while others are parked."""
+    from mqlite.engine.notify import Notifier
+
+    n = Notifier()
+    fired: list[str] = []
+    a = n.register("q", lambda: fired.append("a"))
+    n.register("q", lambda: fired.append("b"))
+    n.notify("q", 1)
+    assert fired == ["a"]
+    if a.cancel():  # what the receive loops do on their way out
+        n.notify("q", 1)
+    assert fired == ["a", "b"]

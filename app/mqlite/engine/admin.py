@@ -8,6 +8,7 @@ that gained claimable work once the pass commits.
 from __future__ import annotations
 
 import sqlite3
+from collections import Counter
 from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
@@ -117,7 +118,7 @@ class AdminOps(EngineCore):
                 max=chunk,
                 older_than_ms=older_than_ms,
             )
-            self._notify_after_commit({dest} if n else set())
+            self._wake_after_commit({dest: n} if n else {})
         return n
 
     @serialized
@@ -163,14 +164,16 @@ class AdminOps(EngineCore):
     def _pass(self, fn: Callable[[sqlite3.Connection, int], Any]) -> Any:
         with self._write() as (conn, now):
             result = fn(conn, now)
-            if isinstance(result, set):
-                self._notify_after_commit(result)
+            if isinstance(result, Counter):
+                self._wake_after_commit(result)
         return result
 
-    def reap_locks(self) -> set[str]:
+    def reap_locks(self) -> Counter[str]:
+        """Released expired leases, per queue."""
         return self._pass(maintenance.reap_locks)  # type: ignore[no-any-return]
 
-    def activate_scheduled(self) -> set[str]:
+    def activate_scheduled(self) -> Counter[str]:
+        """Activated scheduled messages, per queue."""
         return self._pass(maintenance.activate_scheduled)  # type: ignore[no-any-return]
 
     def expire_ttl(self) -> int:

@@ -8,7 +8,7 @@ from __future__ import annotations
 import functools
 import sqlite3
 from collections import Counter
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterator, Mapping
 from contextlib import contextmanager
 from typing import Any, TypeVar
 
@@ -91,10 +91,16 @@ class EngineCore:
         with self.store.transaction() as conn:
             yield conn, self.clock.now_ms()
 
-    def _notify_after_commit(self, names: set[str]) -> None:
-        if names:
+    def _wake_after_commit(self, counts: Mapping[str, int]) -> None:
+        """After COMMIT, wake as many parked polls per queue as it gained claimable rows."""
+        if counts:
             notifier = self.notifier
-            self.store.after_commit(lambda: notifier.notify_many(names))
+            self.store.after_commit(lambda: notifier.notify_counts(counts))
+
+    def _wake_all_after_commit(self, names: set[str]) -> None:
+        """After COMMIT, wake every parked poll of these queues (deleted, unsubscribed)."""
+        notifier = self.notifier
+        self.store.after_commit(lambda: notifier.notify_all(names))
 
     def _queue(self, name: object) -> QueueInfo:
         return self.catalog.queue(queues.validate_name(name))
@@ -116,4 +122,4 @@ class EngineCore:
 
     def _completed(self, queue: str, n: int) -> None:
         self.completed[queue] += n
-        self.notifier.notify(queue)  # completing a group head may unblock its successor
+        self.notifier.notify(queue, n)  # a completed group head may unblock its successor

@@ -17,6 +17,7 @@ from mqlite.engine import claim, queues, send, settle
 from mqlite.engine.admin import AdminOps
 from mqlite.engine.core import serialized
 from mqlite.engine.keys import KeyOps
+from mqlite.engine.notify import Waiter
 from mqlite.engine.send import Route
 from mqlite.engine.storage_errors import translate
 from mqlite.engine.topic_ops import TopicOps
@@ -71,7 +72,7 @@ class Engine(AdminOps, KeyOps, TopicOps):
         with self.store.transaction() as conn:
             queues.delete_queue(conn, name, generation)
             self.catalog.drop(name)
-            self._notify_after_commit({name})  # a parked long poll wakes, finds it gone
+            self._wake_all_after_commit({name})  # parked long polls wake, find it gone
 
     # -- send -----------------------------------------------------------------------------
 
@@ -152,7 +153,7 @@ class Engine(AdminOps, KeyOps, TopicOps):
                 single=len(msgs) == 1,
                 plan=plan,
             )
-            self._notify_after_commit(result.notify)
+            self._wake_after_commit(result.notify)
         return result.seq_numbers
 
     def has_filters(self, name: str) -> bool:
@@ -188,10 +189,11 @@ class Engine(AdminOps, KeyOps, TopicOps):
         if got or wait == 0:
             return got
         deadline = self.clock.monotonic_ms() + wait
-        while True:
-            woken = threading.Event()
-            waiter = self.notifier.register(q.name, woken.set)
-            try:
+        waiter: Waiter | None = None
+        try:
+            while True:
+                woken = threading.Event()
+                waiter = self.notifier.register(q.name, woken.set)
                 # Claim again after registering: a send that committed in between would
                 # otherwise be a lost wake-up.
                 got = self.try_receive(q.name, n, delete=delete, attempt_id=attempt_id)
@@ -201,10 +203,14 @@ class Engine(AdminOps, KeyOps, TopicOps):
                 if remaining <= 0:
                     return []
                 woken.wait(remaining / 1000.0)
-            finally:
-                waiter.cancel()
-            if self.closed:
-                raise errors.Closed()
+                if self.closed:
+                    raise errors.Closed()
+                waiter.cancel()  # the wake (if any) is consumed by the claim that follows
+                waiter = None
+        finally:
+            # A wake this poll will not use goes to the next waiter (notify.py).
+            if waiter is not None and waiter.cancel() and not self.closed:
+                self.notifier.notify(q.name, 1)
 
     def receive_args(
         self,
@@ -281,7 +287,7 @@ class Engine(AdminOps, KeyOps, TopicOps):
             raise errors.LockLost(f"lock lost: no queue {queue!r}")
         with self._write() as (conn, now):
             settle.abandon(conn, now, q, seq_number, lock_token, delay_ms)
-            self._notify_after_commit({queue})
+            self._wake_after_commit({queue: 1})
 
     @serialized
     def reject(
@@ -297,7 +303,7 @@ class Engine(AdminOps, KeyOps, TopicOps):
             raise errors.InvalidArgument("reason and description must be strings")
         with self._write() as (conn, now):
             settle.reject(conn, now, queue, seq_number, lock_token, reason, description)
-            self._notify_after_commit({queue})  # a dead-lettered head unblocks its group
+            self._wake_after_commit({queue: 1})  # a dead-lettered head unblocks its group
 
     @serialized
     def defer(self, queue: str, seq_number: int, lock_token: str) -> None:

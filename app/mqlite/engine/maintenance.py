@@ -8,6 +8,7 @@ Each pass runs on the caller's connection inside the caller's transaction (excep
 from __future__ import annotations
 
 import sqlite3
+from collections import Counter
 from dataclasses import dataclass
 
 from mqlite.defaults import DLQ_DELETE_BATCH, DLQ_MAX_BATCHES, RECLAIM_FREELIST_PAGES
@@ -147,9 +148,9 @@ DELETE FROM messages WHERE id IN (
 """
 
 
-def reap_locks(conn: sqlite3.Connection, now_ms: int) -> set[str]:
-    """Release expired locks; return the queues whose waiters must be woken."""
-    return {row[0] for row in conn.execute(REAP_LOCKS_SQL, {"now": now_ms}).fetchall()}
+def reap_locks(conn: sqlite3.Connection, now_ms: int) -> Counter[str]:
+    """Release expired locks; return how many per queue (that many waiters are woken)."""
+    return Counter(row[0] for row in conn.execute(REAP_LOCKS_SQL, {"now": now_ms}))
 
 
 def recover_locks(conn: sqlite3.Connection) -> int:
@@ -157,9 +158,9 @@ def recover_locks(conn: sqlite3.Connection) -> int:
     return conn.execute(RECOVER_LOCKS_SQL).rowcount
 
 
-def activate_scheduled(conn: sqlite3.Connection, now_ms: int) -> set[str]:
-    """Activate due scheduled rows; return the queues whose waiters must be woken."""
-    return {row[0] for row in conn.execute(ACTIVATE_SCHEDULED_SQL, {"now": now_ms}).fetchall()}
+def activate_scheduled(conn: sqlite3.Connection, now_ms: int) -> Counter[str]:
+    """Activate due scheduled rows; return how many per queue (that many waiters wake)."""
+    return Counter(row[0] for row in conn.execute(ACTIVATE_SCHEDULED_SQL, {"now": now_ms}))
 
 
 def expire_ttl_counts(conn: sqlite3.Connection, now_ms: int) -> tuple[int, int]:

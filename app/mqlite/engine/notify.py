@@ -1,42 +1,57 @@
-""" "Queue Q may have work" signals for long polls (in-process, single broker).
+""" "Queue Q has work" signals for long polls (in-process, single broker).
 
-A waiter registers a callback for one queue; ``notify(queue)`` calls and drops every
-callback registered for it (a broadcast, like closing a channel). The callback form serves
-both worlds: a thread waits on a ``threading.Event`` it sets, an asyncio server schedules a
-future with ``call_soon_threadsafe``. Register BEFORE the last claim attempt so a send that
-lands in between is never a lost wake-up.
+A waiter registers a callback for one queue. ``notify(queue, n)`` fires and drops at most
+``n`` waiters, oldest first: a commit that made ``n`` messages claimable wakes ``n``
+waiters, never the whole herd (a thousand parked polls woken by every send would each
+claim on the writer and find nothing). ``notify(queue)`` with no count wakes everyone (the
+queue was deleted, the broker is closing). The callback form serves both worlds: a thread
+waits on a ``threading.Event`` it sets, an asyncio server schedules a future with
+``call_soon_threadsafe``.
+
+Two rules keep bounded wake-ups from losing work:
+
+- register BEFORE the last claim attempt, so a send that lands in between is seen;
+- a waiter that was fired but leaves without claiming afterwards (deadline, disconnect,
+  drain, or a claim that raced the wake) hands its wake on: ``Waiter.cancel`` returns
+  whether it fired, and the receive loop then calls ``notify(queue, 1)``.
 """
 
 from __future__ import annotations
 
 import threading
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Mapping
 
 Callback = Callable[[], None]
 
 
 class Waiter:
-    """One registration; ``cancel()`` it when the wait ends for another reason."""
+    """One registration; ``cancel()`` it when the wait ends. ``fired`` tells whether it was
+    woken (the wake is then this waiter's to use or to hand on)."""
 
-    __slots__ = ("_callback", "_notifier", "queue")
+    __slots__ = ("_callback", "_notifier", "fired", "queue")
 
     def __init__(self, notifier: Notifier, queue: str, callback: Callback) -> None:
         self._notifier = notifier
         self.queue = queue
         self._callback = callback
+        self.fired = False
 
     def fire(self) -> None:
+        self.fired = True
         self._callback()
 
-    def cancel(self) -> None:
+    def cancel(self) -> bool:
+        """Deregister; True if the waiter had been fired."""
         self._notifier._remove(self)
+        return self.fired
 
 
 class Notifier:
     def __init__(self) -> None:
         self._lock = threading.Lock()
         self._parked = threading.Condition(self._lock)  # a test signal: someone registered
-        self._waiters: dict[str, set[Waiter]] = {}
+        # queue -> waiters in registration order (a dict is an ordered set)
+        self._waiters: dict[str, dict[Waiter, None]] = {}
         self._closed = False
 
     def register(self, queue: str, callback: Callback) -> Waiter:
@@ -44,7 +59,7 @@ class Notifier:
         with self._lock:
             closed = self._closed
             if not closed:
-                self._waiters.setdefault(queue, set()).add(waiter)
+                self._waiters.setdefault(queue, {})[waiter] = None
                 self._parked.notify_all()
         if closed:
             waiter.fire()
@@ -54,17 +69,37 @@ class Notifier:
         with self._lock:
             waiters = self._waiters.get(waiter.queue)
             if waiters is not None:
-                waiters.discard(waiter)
+                waiters.pop(waiter, None)
                 if not waiters:
                     del self._waiters[waiter.queue]
 
-    def notify(self, queue: str) -> None:
+    def notify(self, queue: str, count: int | None = None) -> None:
+        """Wake at most ``count`` waiters of ``queue`` (all when None), oldest first."""
         with self._lock:
-            waiters = self._waiters.pop(queue, None)
-        for waiter in waiters or ():
+            waiters = self._waiters.get(queue)
+            if not waiters:
+                return
+            if count is None or count >= len(waiters):
+                chosen = list(waiters)
+                del self._waiters[queue]
+            else:
+                chosen = []
+                for waiter in waiters:
+                    if len(chosen) >= count:
+                        break
+                    chosen.append(waiter)
+                for waiter in chosen:
+                    del waiters[waiter]
+        for waiter in chosen:
             waiter.fire()
 
-    def notify_many(self, queues: Iterable[str]) -> None:
+    def notify_counts(self, counts: Mapping[str, int]) -> None:
+        """Wake, per queue, as many waiters as that queue gained claimable messages."""
+        for queue, count in counts.items():
+            if count > 0:
+                self.notify(queue, count)
+
+    def notify_all(self, queues: Iterable[str]) -> None:
         for queue in queues:
             self.notify(queue)
 

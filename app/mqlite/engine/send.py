@@ -9,6 +9,7 @@ transaction rolls back), so a batch never half-commits.
 from __future__ import annotations
 
 import dataclasses
+from collections import Counter
 import sqlite3
 import time
 from collections.abc import Callable, Sequence
@@ -51,7 +52,7 @@ class Route:
 @dataclass(frozen=True, slots=True)
 class SendResult:
     seq_numbers: list[int]
-    notify: set[str]
+    notify: Counter[str]  # claimable copies per queue: that many parked polls are woken
 
 
 def validate_messages(messages: object, max_message_bytes: int) -> list[OutMessage]:
@@ -168,8 +169,10 @@ def insert(
         route = routes[0]
         if route.queue.config.dedup_window_ms <= 0:
             batch = _insert_many(conn, now_ms, route.queue, messages, visible_at_ms, ttl_ms, state)
-            return SendResult(batch, set() if scheduled else {route.queue.name})
-    notify: set[str] = set()
+            return SendResult(
+                batch, Counter() if scheduled else Counter({route.queue.name: len(batch)})
+            )
+    notify: Counter[str] = Counter()
     seqs: list[int] = []
     execute = conn.execute
     for i, m in enumerate(messages):
@@ -217,7 +220,7 @@ def insert(
             if digest:
                 dedup.record(conn, now_ms, q.name, m.message_id, digest, seq)
             if not scheduled:
-                notify.add(q.name)
+                notify[q.name] += 1
             final_seq = seq
         if single and final_seq == 0 and conflicted:
             raise errors.DedupConflict(

@@ -45,7 +45,7 @@ class TopicOps(EngineCore):
         with self.store.transaction() as conn:
             topics.unsubscribe(conn, topic, name)
             self.catalog.drop_route(topic, name)
-            self._notify_after_commit({name})
+            self._wake_all_after_commit({name})
 
     @serialized
     def list_subscriptions(self) -> list[Subscription]:

@@ -13,6 +13,7 @@ from collections.abc import Callable
 from typing import TypeVar
 
 from mqlite.engine import Engine
+from mqlite.engine.notify import Waiter
 from mqlite.types import Message
 
 T = TypeVar("T")
@@ -57,14 +58,16 @@ class Runtime:
             return got
         loop = asyncio.get_running_loop()
         deadline = loop.time() + wait_ms / 1000.0
-        while True:
-            woken = loop.create_future()
+        notifier = engine.notifier
+        waiter: Waiter | None = None
+        try:
+            while True:
+                woken = loop.create_future()
 
-            def wake(fut: asyncio.Future[None] = woken) -> None:
-                loop.call_soon_threadsafe(_resolve, fut)
+                def wake(fut: asyncio.Future[None] = woken) -> None:
+                    loop.call_soon_threadsafe(_resolve, fut)
 
-            waiter = engine.notifier.register(queue, wake)
-            try:
+                waiter = notifier.register(queue, wake)
                 if self.draining or disconnected.is_set():
                     return []
                 # Claim again after registering: a commit in between is no lost wake-up.
@@ -85,8 +88,12 @@ class Runtime:
                     gone.cancel()
                 if self.draining or disconnected.is_set():
                     return []
-            finally:
-                waiter.cancel()
+                waiter.cancel()  # the wake (if any) is consumed by the claim that follows
+                waiter = None
+        finally:
+            # A wake this poll will not use goes to the next parked poll (notify.py).
+            if waiter is not None and waiter.cancel() and not self.draining:
+                notifier.notify(queue, 1)
 
 
 def _resolve(fut: asyncio.Future[None]) -> None:
