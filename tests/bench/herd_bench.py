@@ -7,7 +7,8 @@ Run from the repository root (not collected by pytest)::
 One broker (``mqlite serve``, WARNING). Phase 1 (baseline): 4 keep-alive connections
 send single messages to queue ``hot`` while 1 connection sends to an unrelated queue
 ``cold``; phase 2: the same with ``--polls`` long polls (Receive, wait 20 s, re-issued as
-soon as each returns) parked on ``hot``. It prints sends/s to ``hot``, p50/p99 latency of
+soon as each returns) parked on its own, empty ``hot`` queue, so every send there is also
+a delivery to a parked poll. It prints sends/s to ``hot``, p50/p99 latency of
 the sends to ``cold``, and the ratios phase 2 / phase 1. It asserts nothing. A broker that
 wakes every parked poll per send makes each send cost ``--polls`` claims on the writer;
 one that wakes as many polls as there are messages keeps both ratios near 1.
@@ -46,10 +47,13 @@ from http_bench import (  # a sibling script, not a package
 )
 
 
-async def phase(port: int, token: str, polls: int, duration: float) -> dict[str, float]:
-    hot = _request_bytes(port, SEND, send_body(1, "hot"), token)
+async def phase(
+    port: int, token: str, hot_queue: str, polls: int, duration: float
+) -> dict[str, float]:
+    hot = _request_bytes(port, SEND, send_body(1, hot_queue), token)
     cold = _request_bytes(port, SEND, send_body(1, "cold"), token)
-    poll_body = json.dumps({"queue": "hot", "max_messages": 1, "wait_time_ms": 20_000}).encode()
+    poll_body = json.dumps({"queue": hot_queue, "max_messages": 1, "wait_time_ms": 20_000})
+    poll_body = poll_body.encode()
     poll = _request_bytes(port, RECEIVE, poll_body, token)
     stop = time.monotonic() + duration + 3600
     received = 0
@@ -120,10 +124,10 @@ def main(argv: list[str] | None = None) -> int:
             lambda p: http_call(p, STATS, {"queue": "none"}, token)[0] in (200, 404),
             servers,
         )
-        for q in ("hot", "cold"):
+        for q in ("hot-base", "hot-herd", "cold"):  # an empty hot queue per phase
             http_call(port, CREATE_QUEUE, {"name": q}, token)
-        base = run_async(phase(port, token, 0, args.duration))
-        herd = run_async(phase(port, token, args.polls, args.duration))
+        base = run_async(phase(port, token, "hot-base", 0, args.duration))
+        herd = run_async(phase(port, token, "hot-herd", args.polls, args.duration))
         print(f"| figure | no polls | {args.polls} parked polls | ratio |")
         print("|---|---:|---:|---:|")
         for key, label in (
