@@ -1,54 +1,75 @@
-"""The HTTP wire contract, shared by the server and the HTTP SDK (stdlib + leaves only).
+"""The HTTP wire contract, shared by the server and the HTTP SDK (leaves + msgspec only).
 
+Each JSON object is declared ONCE, as a ``msgspec.Struct``; everything else is derived:
+
+- ``requests`` / ``responses`` / ``messages``: the Structs (field order = JSON key order,
+  field docs via ``Doc``), with ``of``/``value`` conversions to ``mqlite.types`` values.
 - ``routes``: ``ROUTES`` (discovery order), ``ROUTES_BY_PATH`` and one typed ``Route``
-  constant per RPC, each with its permission and request/response shapes.
-- ``api``: ``decode_request`` (strict; ``InvalidArgument``), ``encode_response``,
-  ``encode_request``, ``decode_response`` (lenient).
+  constant per RPC, with its permission, summary and request/response Structs.
+- ``codec``: ``decode_request`` (strict; ``InvalidArgument``), ``encode_response``,
+  ``encode_request``, ``decode_response`` (lenient); ``explain`` renders the exact error.
 - ``envelope``: ``error_body`` / ``error_from_response`` (the same class both sides).
-- ``openapi``: ``openapi_document(version)`` generated from the same shapes.
-- ``requests`` / ``responses``: the request and response values.
+- ``openapi``: ``openapi_document(version)`` from the same Structs.
 """
 
-from .api import decode_request, decode_response, encode_request, encode_response
+from .codec import (
+    decode_request,
+    decode_response,
+    dumps,
+    encode_request,
+    encode_response,
+    json_object,
+)
 from .envelope import BY_STATUS, error_body, error_from_response
-from .messages import PEEKED_MESSAGE, RECEIVED_MESSAGE, SampleMessage
+from .messages import MessageJSON, PeekedMessage, ReceivedMessage, SampleMessage, out_messages
 from .openapi import openapi_document
 from .requests import (
-    BatchSettleRequest,
     CancelRequest,
+    CompleteBatchRequest,
     CreateKeyRequest,
     CreateQueueRequest,
     DeleteQueueRequest,
     EmptyRequest,
     ListKeysRequest,
+    MetricsRequest,
     PeekRequest,
     PurgeRequest,
+    QueueConfigJSON,
     ReceiveDeferredRequest,
     ReceiveRequest,
     RedriveRequest,
+    RenewBatchRequest,
     RevokeKeyRequest,
     SendRequest,
     SettleItem,
     SettleRequest,
-    StatsRequest,
     SubscribeRequest,
+    SubscriptionFilter,
     TestFilterRequest,
     UnsubscribeRequest,
 )
 from .responses import (
-    BatchResponse,
+    AccessKeyJSON,
+    BatchResult,
+    CompleteBatchResponse,
     CreateKeyResponse,
     DeleteQueueResponse,
     EmptyResponse,
     ListKeysResponse,
     ListQueuesResponse,
     ListSubscriptionsResponse,
-    MessagesResponse,
-    OkResponse,
+    MetricsResponse,
+    PeekResponse,
     PurgeResponse,
+    QueueInfoJSON,
+    ReceiveResponse,
     RedriveResponse,
+    RenewBatchResponse,
     SendResponse,
+    SettleResponse,
     StatusResponse,
+    SubscriptionJSON,
+    TestFilterResponse,
 )
 from .routes import (
     ABANDON,
@@ -84,6 +105,9 @@ from .routes import (
     Route,
 )
 
+# ``{"ok": true}`` answers (the settle verbs, Cancel, RevokeKey) under their older name.
+OkResponse = SettleResponse
+
 __all__ = [
     "ABANDON",
     "BY_STATUS",
@@ -99,10 +123,8 @@ __all__ = [
     "LIST_SUBSCRIPTIONS",
     "PATH_PREFIX",
     "PEEK",
-    "PEEKED_MESSAGE",
     "PURGE",
     "RECEIVE",
-    "RECEIVED_MESSAGE",
     "RECEIVE_DEFERRED",
     "REDRIVE",
     "REJECT",
@@ -118,9 +140,11 @@ __all__ = [
     "SUBSCRIBE",
     "TEST_FILTER",
     "UNSUBSCRIBE",
-    "BatchResponse",
-    "BatchSettleRequest",
+    "AccessKeyJSON",
+    "BatchResult",
     "CancelRequest",
+    "CompleteBatchRequest",
+    "CompleteBatchResponse",
     "CreateKeyRequest",
     "CreateKeyResponse",
     "CreateQueueRequest",
@@ -132,15 +156,25 @@ __all__ = [
     "ListKeysResponse",
     "ListQueuesResponse",
     "ListSubscriptionsResponse",
-    "MessagesResponse",
+    "MessageJSON",
+    "MetricsRequest",
+    "MetricsResponse",
     "OkResponse",
     "PeekRequest",
+    "PeekResponse",
+    "PeekedMessage",
     "PurgeRequest",
     "PurgeResponse",
+    "QueueConfigJSON",
+    "QueueInfoJSON",
     "ReceiveDeferredRequest",
     "ReceiveRequest",
+    "ReceiveResponse",
+    "ReceivedMessage",
     "RedriveRequest",
     "RedriveResponse",
+    "RenewBatchRequest",
+    "RenewBatchResponse",
     "RevokeKeyRequest",
     "Route",
     "SampleMessage",
@@ -148,16 +182,22 @@ __all__ = [
     "SendResponse",
     "SettleItem",
     "SettleRequest",
-    "StatsRequest",
+    "SettleResponse",
     "StatusResponse",
     "SubscribeRequest",
+    "SubscriptionFilter",
+    "SubscriptionJSON",
     "TestFilterRequest",
+    "TestFilterResponse",
     "UnsubscribeRequest",
     "decode_request",
     "decode_response",
+    "dumps",
     "encode_request",
     "encode_response",
     "error_body",
     "error_from_response",
+    "json_object",
     "openapi_document",
+    "out_messages",
 ]

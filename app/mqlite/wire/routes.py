@@ -1,4 +1,4 @@
-"""The route table: every RPC's path, permission, request shape and response shape.
+"""The route table: every RPC's path, permission, summary and request/response Structs.
 
 Order is the discovery card's ``endpoints`` order (the original's registration order,
 with the v0.3.3 DeleteQueue/Unsubscribe and the AuthService routes added after their
@@ -13,50 +13,15 @@ from dataclasses import dataclass
 from types import MappingProxyType
 from typing import Any, Generic, TypeVar
 
-from mqlite.types import FilterTestResult, Permission, Stats
+import msgspec
 
-from . import request_shapes as rq
-from . import response_shapes as rs
-from .requests import (
-    BatchSettleRequest,
-    CancelRequest,
-    CreateKeyRequest,
-    CreateQueueRequest,
-    DeleteQueueRequest,
-    EmptyRequest,
-    ListKeysRequest,
-    PeekRequest,
-    PurgeRequest,
-    ReceiveDeferredRequest,
-    ReceiveRequest,
-    RedriveRequest,
-    RevokeKeyRequest,
-    SendRequest,
-    SettleRequest,
-    StatsRequest,
-    SubscribeRequest,
-    TestFilterRequest,
-    UnsubscribeRequest,
-)
-from .responses import (
-    BatchResponse,
-    CreateKeyResponse,
-    DeleteQueueResponse,
-    EmptyResponse,
-    ListKeysResponse,
-    ListQueuesResponse,
-    ListSubscriptionsResponse,
-    MessagesResponse,
-    OkResponse,
-    PurgeResponse,
-    RedriveResponse,
-    SendResponse,
-    StatusResponse,
-)
-from .shape import Shape
+from mqlite.types import Permission
 
-Req = TypeVar("Req")
-Resp = TypeVar("Resp")
+from . import requests as rq
+from . import responses as rs
+
+Req = TypeVar("Req", bound=msgspec.Struct)
+Resp = TypeVar("Resp", bound=msgspec.Struct)
 
 PATH_PREFIX = "/mqlite.v1."
 
@@ -68,9 +33,9 @@ class Route(Generic[Req, Resp]):
     service: str
     method: str
     permission: Permission
-    request: Shape[Req]
-    response: Shape[Resp]
-    summary: str = ""
+    request: type[Req]
+    response: type[Resp]
+    summary: str
 
     @property
     def name(self) -> str:
@@ -84,92 +49,173 @@ class Route(Generic[Req, Resp]):
     @property
     def body_optional(self) -> bool:
         """Routes without request fields also accept an empty body (as ``{}``)."""
-        return not self.request.fields
+        return not self.request.__struct_fields__
 
 
 _SEND, _LISTEN, _MANAGE = Permission.SEND, Permission.LISTEN, Permission.MANAGE
 _Q, _A, _K = "QueueService", "AdminService", "AuthService"
 
-SEND: Route[SendRequest, SendResponse] = Route(
-    _Q, "Send", _SEND, rq.SEND, rs.SEND, "Enqueue messages in one transaction"
+SEND = Route(
+    _Q, "Send", _SEND, rq.SendRequest, rs.SendResponse, "Enqueue messages in one transaction"
 )
-RECEIVE: Route[ReceiveRequest, MessagesResponse] = Route(
-    _Q, "Receive", _LISTEN, rq.RECEIVE, rs.RECEIVE, "Peek-lock or receive-and-delete; long-poll"
+RECEIVE = Route(
+    _Q,
+    "Receive",
+    _LISTEN,
+    rq.ReceiveRequest,
+    rs.ReceiveResponse,
+    "Peek-lock or receive-and-delete; long-poll",
 )
-COMPLETE: Route[SettleRequest, OkResponse] = Route(
-    _Q, "Complete", _LISTEN, rq.SETTLE, rs.OK, "Delete a locked message (done)"
+COMPLETE = Route(
+    _Q, "Complete", _LISTEN, rq.SettleRequest, rs.SettleResponse, "Delete a locked message (done)"
 )
-COMPLETE_BATCH: Route[BatchSettleRequest, BatchResponse] = Route(
-    _Q, "CompleteBatch", _LISTEN, rq.COMPLETE_BATCH, rs.COMPLETE_BATCH, "Complete many"
+COMPLETE_BATCH = Route(
+    _Q,
+    "CompleteBatch",
+    _LISTEN,
+    rq.CompleteBatchRequest,
+    rs.CompleteBatchResponse,
+    "Complete many",
 )
-RENEW_BATCH: Route[BatchSettleRequest, BatchResponse] = Route(
-    _Q, "RenewBatch", _LISTEN, rq.RENEW_BATCH, rs.RENEW_BATCH, "Renew up to 512 leases"
+RENEW_BATCH = Route(
+    _Q,
+    "RenewBatch",
+    _LISTEN,
+    rq.RenewBatchRequest,
+    rs.RenewBatchResponse,
+    "Renew up to 512 leases",
 )
-ABANDON: Route[SettleRequest, OkResponse] = Route(
-    _Q, "Abandon", _LISTEN, rq.SETTLE, rs.OK, "Release a lock (optionally after delay_ms)"
+ABANDON = Route(
+    _Q,
+    "Abandon",
+    _LISTEN,
+    rq.SettleRequest,
+    rs.SettleResponse,
+    "Release a lock (optionally after delay_ms)",
 )
-REJECT: Route[SettleRequest, OkResponse] = Route(
-    _Q, "Reject", _LISTEN, rq.SETTLE, rs.OK, "Dead-letter a locked message"
+REJECT = Route(
+    _Q, "Reject", _LISTEN, rq.SettleRequest, rs.SettleResponse, "Dead-letter a locked message"
 )
-DEFER: Route[SettleRequest, OkResponse] = Route(
-    _Q, "Defer", _LISTEN, rq.SETTLE, rs.OK, "Set a locked message aside"
+DEFER = Route(
+    _Q, "Defer", _LISTEN, rq.SettleRequest, rs.SettleResponse, "Set a locked message aside"
 )
-RECEIVE_DEFERRED: Route[ReceiveDeferredRequest, MessagesResponse] = Route(
-    _Q, "ReceiveDeferred", _LISTEN, rq.RECEIVE_DEFERRED, rs.RECEIVE, "Lock deferred messages"
+RECEIVE_DEFERRED = Route(
+    _Q,
+    "ReceiveDeferred",
+    _LISTEN,
+    rq.ReceiveDeferredRequest,
+    rs.ReceiveResponse,
+    "Lock deferred messages",
 )
-RENEW: Route[SettleRequest, OkResponse] = Route(
-    _Q, "Renew", _LISTEN, rq.SETTLE, rs.OK, "Extend a lock by the queue's lock duration"
+RENEW = Route(
+    _Q,
+    "Renew",
+    _LISTEN,
+    rq.SettleRequest,
+    rs.SettleResponse,
+    "Extend a lock by the queue's lock duration",
 )
-SCHEDULE: Route[SendRequest, SendResponse] = Route(
-    _Q, "Schedule", _SEND, rq.SEND, rs.SEND, "Enqueue for future delivery"
+SCHEDULE = Route(
+    _Q, "Schedule", _SEND, rq.SendRequest, rs.SendResponse, "Enqueue for future delivery"
 )
-CANCEL: Route[CancelRequest, OkResponse] = Route(
-    _Q, "Cancel", _SEND, rq.CANCEL, rs.OK, "Delete a not-yet-activated scheduled message"
+CANCEL = Route(
+    _Q,
+    "Cancel",
+    _SEND,
+    rq.CancelRequest,
+    rs.SettleResponse,
+    "Delete a not-yet-activated scheduled message",
 )
-PEEK: Route[PeekRequest, MessagesResponse] = Route(
-    _Q, "Peek", _LISTEN, rq.PEEK, rs.PEEK, "Browse without locking"
+PEEK = Route(_Q, "Peek", _LISTEN, rq.PeekRequest, rs.PeekResponse, "Browse without locking")
+STATS = Route(
+    _Q, "Stats", _LISTEN, rq.MetricsRequest, rs.MetricsResponse, "Message counts by state"
 )
-STATS: Route[StatsRequest, Stats] = Route(
-    _Q, "Stats", _LISTEN, rq.STATS, rs.STATS, "Message counts by state"
+CREATE_QUEUE = Route(
+    _A,
+    "CreateQueue",
+    _MANAGE,
+    rq.CreateQueueRequest,
+    rs.EmptyResponse,
+    "Create or reconfigure a queue",
 )
-CREATE_QUEUE: Route[CreateQueueRequest, EmptyResponse] = Route(
-    _A, "CreateQueue", _MANAGE, rq.CREATE_QUEUE, rs.EMPTY, "Create or reconfigure a queue"
+DELETE_QUEUE = Route(
+    _A,
+    "DeleteQueue",
+    _MANAGE,
+    rq.DeleteQueueRequest,
+    rs.DeleteQueueResponse,
+    "Delete an empty plain queue",
 )
-DELETE_QUEUE: Route[DeleteQueueRequest, DeleteQueueResponse] = Route(
-    _A, "DeleteQueue", _MANAGE, rq.DELETE_QUEUE, rs.DELETE_QUEUE, "Delete an empty plain queue"
+SUBSCRIBE = Route(
+    _A,
+    "Subscribe",
+    _MANAGE,
+    rq.SubscribeRequest,
+    rs.EmptyResponse,
+    "Create or update a subscription",
 )
-SUBSCRIBE: Route[SubscribeRequest, EmptyResponse] = Route(
-    _A, "Subscribe", _MANAGE, rq.SUBSCRIBE, rs.EMPTY, "Create or update a subscription"
+UNSUBSCRIBE = Route(
+    _A, "Unsubscribe", _MANAGE, rq.UnsubscribeRequest, rs.EmptyResponse, "Remove a subscription"
 )
-UNSUBSCRIBE: Route[UnsubscribeRequest, EmptyResponse] = Route(
-    _A, "Unsubscribe", _MANAGE, rq.UNSUBSCRIBE, rs.EMPTY, "Remove a subscription"
+LIST_QUEUES = Route(
+    _A,
+    "ListQueues",
+    _MANAGE,
+    rq.EmptyRequest,
+    rs.ListQueuesResponse,
+    "Every queue with its config",
 )
-LIST_QUEUES: Route[EmptyRequest, ListQueuesResponse] = Route(
-    _A, "ListQueues", _MANAGE, rq.EMPTY, rs.LIST_QUEUES, "Every queue with its config"
+LIST_SUBSCRIPTIONS = Route(
+    _A,
+    "ListSubscriptions",
+    _MANAGE,
+    rq.EmptyRequest,
+    rs.ListSubscriptionsResponse,
+    "Every subscription",
 )
-LIST_SUBSCRIPTIONS: Route[EmptyRequest, ListSubscriptionsResponse] = Route(
-    _A, "ListSubscriptions", _MANAGE, rq.EMPTY, rs.LIST_SUBSCRIPTIONS, "Every subscription"
+TEST_FILTER = Route(
+    _A,
+    "TestFilter",
+    _MANAGE,
+    rq.TestFilterRequest,
+    rs.TestFilterResponse,
+    "Dry-run a filter expression",
 )
-TEST_FILTER: Route[TestFilterRequest, FilterTestResult] = Route(
-    _A, "TestFilter", _MANAGE, rq.TEST_FILTER, rs.TEST_FILTER, "Dry-run a filter expression"
+REDRIVE = Route(
+    _A,
+    "Redrive",
+    _MANAGE,
+    rq.RedriveRequest,
+    rs.RedriveResponse,
+    "Move dead letters back to active",
 )
-REDRIVE: Route[RedriveRequest, RedriveResponse] = Route(
-    _A, "Redrive", _MANAGE, rq.REDRIVE, rs.REDRIVE, "Move dead letters back to active"
+PURGE = Route(_A, "Purge", _MANAGE, rq.PurgeRequest, rs.PurgeResponse, "Delete dead letters")
+STATUS = Route(
+    _A,
+    "Status",
+    _MANAGE,
+    rq.EmptyRequest,
+    rs.StatusResponse,
+    "Desensitized runtime snapshot",
 )
-PURGE: Route[PurgeRequest, PurgeResponse] = Route(
-    _A, "Purge", _MANAGE, rq.PURGE, rs.PURGE, "Delete dead letters"
+CREATE_KEY = Route(
+    _K,
+    "CreateKey",
+    _MANAGE,
+    rq.CreateKeyRequest,
+    rs.CreateKeyResponse,
+    "Issue a managed access key",
 )
-STATUS: Route[EmptyRequest, StatusResponse] = Route(
-    _A, "Status", _MANAGE, rq.EMPTY, rs.STATUS, "Desensitized runtime snapshot"
+LIST_KEYS = Route(
+    _K,
+    "ListKeys",
+    _MANAGE,
+    rq.ListKeysRequest,
+    rs.ListKeysResponse,
+    "Page through access key metadata",
 )
-CREATE_KEY: Route[CreateKeyRequest, CreateKeyResponse] = Route(
-    _K, "CreateKey", _MANAGE, rq.CREATE_KEY, rs.CREATE_KEY, "Issue a managed access key"
-)
-LIST_KEYS: Route[ListKeysRequest, ListKeysResponse] = Route(
-    _K, "ListKeys", _MANAGE, rq.LIST_KEYS, rs.LIST_KEYS, "Page through access key metadata"
-)
-REVOKE_KEY: Route[RevokeKeyRequest, OkResponse] = Route(
-    _K, "RevokeKey", _MANAGE, rq.REVOKE_KEY, rs.REVOKE_KEY, "Revoke an access key"
+REVOKE_KEY = Route(
+    _K, "RevokeKey", _MANAGE, rq.RevokeKeyRequest, rs.SettleResponse, "Revoke an access key"
 )
 
 ROUTES: tuple[Route[Any, Any], ...] = (
@@ -203,9 +249,3 @@ ROUTES: tuple[Route[Any, Any], ...] = (
 )
 
 ROUTES_BY_PATH: Mapping[str, Route[Any, Any]] = MappingProxyType({r.path: r for r in ROUTES})
-
-# Compile every decoder now: no first-request cost and no lazy-init race between threads.
-for _route in ROUTES:
-    _route.request.decoder(False)
-    _route.response.decoder(True)
-del _route
