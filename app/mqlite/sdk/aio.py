@@ -23,7 +23,7 @@ from typing import Any, TypeVar
 from mqlite import errors, wire
 from mqlite.sdk.aio_message import AsyncMessage
 from mqlite.sdk.aio_methods import AsyncMethods
-from mqlite.sdk.aio_transport import AsyncPool
+from mqlite.sdk.aio_transport import MAX_BODY_BYTES, AsyncPool
 from mqlite.sdk.call import Call, Steps, decode
 from mqlite.sdk.http import RemoteSettings, request_head
 from mqlite.sdk.retry import RetryPolicy, unavailable
@@ -36,7 +36,10 @@ R = TypeVar("R")
 
 
 class AsyncClient(RemoteSettings, AsyncMethods):
-    """An asyncio client of one broker (see the module docstring)."""
+    """An asyncio client of one broker (see the module docstring).
+
+    ``max_response_bytes`` bounds one answer's body (the transport refuses more, as it
+    refuses an oversized head); raise it for Peeks of many large messages."""
 
     def __init__(
         self,
@@ -47,9 +50,12 @@ class AsyncClient(RemoteSettings, AsyncMethods):
         retry: RetryPolicy | None = None,
         pool_size: int = POOL_SIZE,
         ssl_context: ssl.SSLContext | None = None,
+        max_response_bytes: int = MAX_BODY_BYTES,
     ) -> None:
         ep = self._setup(endpoint, token, timeout, retry)
-        self._pool = AsyncPool(ep, maxsize=pool_size, ssl_context=ssl_context)
+        self._pool = AsyncPool(
+            ep, maxsize=pool_size, ssl_context=ssl_context, max_body_bytes=max_response_bytes
+        )
         self._closed = False
 
     def __repr__(self) -> str:
