@@ -95,7 +95,7 @@ def test_create_queue_config_zeros_pass_through_and_absent_takes_defaults() -> N
 
 def test_a_null_nested_object_is_refused_like_any_non_object() -> None:
     body = b'{"name":"q","config":null}'
-    with pytest.raises(errors.InvalidArgument, match="^config: want object, got null$"):
+    with pytest.raises(errors.InvalidArgument, match=r"^config: want object, got null$"):
         wire.decode_request(wire.CREATE_QUEUE, body)
 
 

@@ -18,7 +18,6 @@ from mqlite import types as t
 from .base import I64, Doc, Response, Snapshot, canonical, from_attributes
 from .messages import PeekedMessage, ReceivedMessage
 
-
 _STANDARD = t.OrderingMode.STANDARD.value
 
 
