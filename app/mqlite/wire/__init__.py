@@ -2,16 +2,21 @@
 
 Each JSON object is declared ONCE, as a ``msgspec.Struct``; everything else is derived:
 
-- ``requests`` / ``responses`` / ``messages``: the Structs (field order = JSON key order,
-  field docs via ``Doc``), with ``of``/``value`` conversions to ``mqlite.types`` values.
-- ``routes``: ``ROUTES`` (discovery order), ``ROUTES_BY_PATH`` and one typed ``Route``
-  constant per RPC, with its permission, summary and request/response Structs.
+- ``queue_service`` / ``admin_service`` / ``auth_service``: one block per RPC, its
+  request and response Structs (field order = JSON key order, a ``Doc`` per field, with
+  ``of``/``value`` conversions to ``mqlite.types`` values) and its typed ``Route``
+  constant (path, permission, summary); ``messages``: the Message views they share.
+- ``routes``: ``ROUTES`` (discovery order) and ``ROUTES_BY_PATH``.
 - ``codec``: ``decode_request`` (strict; ``InvalidArgument``), ``encode_response``,
   ``encode_request``, ``decode_response`` (lenient); ``explain`` renders the exact error.
 - ``envelope``: ``error_body`` / ``error_from_response`` (the same class both sides).
 - ``openapi``: ``openapi_document(version)`` from the same Structs.
 """
 
+from . import admin_service, auth_service, queue_service
+from .admin_service import *  # noqa: F403 (each service module lists its __all__)
+from .auth_service import *  # noqa: F403
+from .base import PATH_PREFIX, Route
 from .codec import (
     decode_request,
     decode_response,
@@ -23,173 +28,27 @@ from .codec import (
 from .envelope import BY_STATUS, error_body, error_from_response
 from .messages import MessageJSON, PeekedMessage, ReceivedMessage, SampleMessage, out_messages
 from .openapi import openapi_document
-from .requests import (
-    CancelRequest,
-    CompleteBatchRequest,
-    CreateKeyRequest,
-    CreateQueueRequest,
-    DeleteQueueRequest,
-    EmptyRequest,
-    ListKeysRequest,
-    MetricsRequest,
-    PeekRequest,
-    PurgeRequest,
-    QueueConfigJSON,
-    ReceiveDeferredRequest,
-    ReceiveRequest,
-    RedriveRequest,
-    RenewBatchRequest,
-    RevokeKeyRequest,
-    SendRequest,
-    SettleItem,
-    SettleRequest,
-    SubscribeRequest,
-    SubscriptionFilter,
-    TestFilterRequest,
-    UnsubscribeRequest,
-)
-from .responses import (
-    AccessKeyJSON,
-    BatchResult,
-    CompleteBatchResponse,
-    CreateKeyResponse,
-    DeleteQueueResponse,
-    EmptyResponse,
-    ListKeysResponse,
-    ListQueuesResponse,
-    ListSubscriptionsResponse,
-    MetricsResponse,
-    PeekResponse,
-    PurgeResponse,
-    QueueInfoJSON,
-    ReceiveResponse,
-    RedriveResponse,
-    RenewBatchResponse,
-    SendResponse,
-    SettleResponse,
-    StatusResponse,
-    SubscriptionJSON,
-    TestFilterResponse,
-)
-from .routes import (
-    ABANDON,
-    CANCEL,
-    COMPLETE,
-    COMPLETE_BATCH,
-    CREATE_KEY,
-    CREATE_QUEUE,
-    DEFER,
-    DELETE_QUEUE,
-    LIST_KEYS,
-    LIST_QUEUES,
-    LIST_SUBSCRIPTIONS,
-    PATH_PREFIX,
-    PEEK,
-    PURGE,
-    RECEIVE,
-    RECEIVE_DEFERRED,
-    REDRIVE,
-    REJECT,
-    RENEW,
-    RENEW_BATCH,
-    REVOKE_KEY,
-    ROUTES,
-    ROUTES_BY_PATH,
-    SCHEDULE,
-    SEND,
-    STATS,
-    STATUS,
-    SUBSCRIBE,
-    TEST_FILTER,
-    UNSUBSCRIBE,
-    Route,
-)
+from .queue_info import QueueConfigJSON, QueueInfoJSON
+from .queue_service import *  # noqa: F403
+from .queue_service import SettleResponse
+from .routes import ROUTES, ROUTES_BY_PATH
 
 # ``{"ok": true}`` answers (the settle verbs, Cancel, RevokeKey) under their older name.
 OkResponse = SettleResponse
 
 __all__ = [
-    "ABANDON",
     "BY_STATUS",
-    "CANCEL",
-    "COMPLETE",
-    "COMPLETE_BATCH",
-    "CREATE_KEY",
-    "CREATE_QUEUE",
-    "DEFER",
-    "DELETE_QUEUE",
-    "LIST_KEYS",
-    "LIST_QUEUES",
-    "LIST_SUBSCRIPTIONS",
     "PATH_PREFIX",
-    "PEEK",
-    "PURGE",
-    "RECEIVE",
-    "RECEIVE_DEFERRED",
-    "REDRIVE",
-    "REJECT",
-    "RENEW",
-    "RENEW_BATCH",
-    "REVOKE_KEY",
     "ROUTES",
     "ROUTES_BY_PATH",
-    "SCHEDULE",
-    "SEND",
-    "STATS",
-    "STATUS",
-    "SUBSCRIBE",
-    "TEST_FILTER",
-    "UNSUBSCRIBE",
-    "AccessKeyJSON",
-    "BatchResult",
-    "CancelRequest",
-    "CompleteBatchRequest",
-    "CompleteBatchResponse",
-    "CreateKeyRequest",
-    "CreateKeyResponse",
-    "CreateQueueRequest",
-    "DeleteQueueRequest",
-    "DeleteQueueResponse",
-    "EmptyRequest",
-    "EmptyResponse",
-    "ListKeysRequest",
-    "ListKeysResponse",
-    "ListQueuesResponse",
-    "ListSubscriptionsResponse",
     "MessageJSON",
-    "MetricsRequest",
-    "MetricsResponse",
     "OkResponse",
-    "PeekRequest",
-    "PeekResponse",
     "PeekedMessage",
-    "PurgeRequest",
-    "PurgeResponse",
     "QueueConfigJSON",
     "QueueInfoJSON",
-    "ReceiveDeferredRequest",
-    "ReceiveRequest",
-    "ReceiveResponse",
     "ReceivedMessage",
-    "RedriveRequest",
-    "RedriveResponse",
-    "RenewBatchRequest",
-    "RenewBatchResponse",
-    "RevokeKeyRequest",
     "Route",
     "SampleMessage",
-    "SendRequest",
-    "SendResponse",
-    "SettleItem",
-    "SettleRequest",
-    "SettleResponse",
-    "StatusResponse",
-    "SubscribeRequest",
-    "SubscriptionFilter",
-    "SubscriptionJSON",
-    "TestFilterRequest",
-    "TestFilterResponse",
-    "UnsubscribeRequest",
     "decode_request",
     "decode_response",
     "dumps",
@@ -201,3 +60,6 @@ __all__ = [
     "openapi_document",
     "out_messages",
 ]
+__all__ += queue_service.__all__
+__all__ += admin_service.__all__
+__all__ += auth_service.__all__

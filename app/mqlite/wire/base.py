@@ -11,15 +11,19 @@ the encoder and the OpenAPI components (``codec``, ``openapi``).
   ``Snapshot`` responses emit every field, defaults included (counts, flags).
 
 ``Doc("...")`` documents a field (OpenAPI ``description``; MCP tool schemas later).
+``Route`` ties an RPC's path, permission and summary to its request/response Structs.
 """
 
 from __future__ import annotations
 
 import operator
 from collections.abc import Callable
-from typing import Annotated, Any, TypeVar
+from dataclasses import dataclass
+from typing import Annotated, Any, Generic, TypeVar
 
 import msgspec
+
+from mqlite.types import Permission
 
 INT64_MIN = -(1 << 63)
 INT64_MAX = (1 << 63) - 1
@@ -70,3 +74,35 @@ def from_attributes(cls: type[S]) -> Callable[[Any], S]:
         return lambda value: cls(one(value))
     get = operator.attrgetter(*names)
     return lambda value: cls(*get(value))
+
+
+Req = TypeVar("Req", bound=msgspec.Struct)
+Resp = TypeVar("Resp", bound=msgspec.Struct)
+
+PATH_PREFIX = "/mqlite.v1."
+
+
+@dataclass(frozen=True, eq=False)
+class Route(Generic[Req, Resp]):
+    """One RPC: ``POST /mqlite.v1.<service>/<method>``."""
+
+    service: str
+    method: str
+    permission: Permission
+    request: type[Req]
+    response: type[Resp]
+    summary: str
+
+    @property
+    def name(self) -> str:
+        """``QueueService/Send``: the path minus ``/mqlite.v1.`` (log and metric label)."""
+        return f"{self.service}/{self.method}"
+
+    @property
+    def path(self) -> str:
+        return f"{PATH_PREFIX}{self.service}/{self.method}"
+
+    @property
+    def body_optional(self) -> bool:
+        """Routes without request fields also accept an empty body (as ``{}``)."""
+        return not self.request.__struct_fields__

@@ -21,7 +21,8 @@ import msgspec
 from mqlite.errors import Internal, InvalidArgument
 
 from . import explain, strict
-from .routes import ROUTES, Route
+from .base import Route
+from .routes import ROUTES
 
 S = TypeVar("S", bound=msgspec.Struct)
 

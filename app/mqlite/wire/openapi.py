@@ -19,8 +19,8 @@ import msgspec
 
 from mqlite import errors
 
-from .base import Snapshot
-from .routes import ROUTES, Route
+from .base import Route, Snapshot
+from .routes import ROUTES
 
 OPENAPI_VERSION = "3.1.0"
 
