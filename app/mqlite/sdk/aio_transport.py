@@ -105,24 +105,28 @@ class _Answer:
 
 
 async def read_response(
-    reader: asyncio.StreamReader, *, deadline: float, idle_timeout: float, max_body: int
+    reader: asyncio.StreamReader,
+    budget: asyncio.Timeout,
+    *,
+    deadline: float,
+    idle_timeout: float,
+    max_body: int,
 ) -> tuple[int, bytes, bool]:
-    """(status, body, keep_alive) of one answer, skipping 1xx interim answers."""
+    """(status, body, keep_alive) of one answer, skipping 1xx interim answers.
+
+    ``budget`` (the exchange's timeout, due at loop time ``deadline``) is moved after
+    every read to ``idle_timeout`` from now, never past ``deadline``: one timer per
+    exchange, not one per read."""
+    loop = asyncio.get_running_loop()
     answer = _Answer(max_body)
     head_bytes = 0
-    started = False
     while not answer.done:
-        left = deadline - time.monotonic()
-        wait = min(idle_timeout, left) if started else left
-        if wait <= 0:
-            raise TimeoutError("the broker did not answer in time")
-        async with asyncio.timeout(wait):
-            data = await reader.read(READ_SIZE)
+        data = await reader.read(READ_SIZE)
         if not data:
             if answer.head_done and not answer.framed:
                 break  # a close-delimited body ends at EOF
             raise ProtocolError("connection closed before the answer was complete")
-        started = True
+        budget.reschedule(min(deadline, loop.time() + idle_timeout))
         head_bytes = 0 if answer.head_done else head_bytes + len(data)
         try:
             answer.parser.feed_data(data)
@@ -200,17 +204,18 @@ class AsyncPool:
         ``timeout`` bounds the exchange, ``connect_timeout`` connecting and each read of
         an answer once it has begun."""
         conn = await self._get(connect_timeout)
-        deadline = time.monotonic() + timeout
+        deadline = asyncio.get_running_loop().time() + timeout
         try:
-            async with asyncio.timeout(timeout):
+            async with asyncio.timeout_at(deadline) as budget:
                 conn.writer.write(head + body)
                 await conn.writer.drain()
-            status, data, keep_alive = await read_response(
-                conn.reader,
-                deadline=deadline,
-                idle_timeout=connect_timeout,
-                max_body=self.max_body_bytes,
-            )
+                status, data, keep_alive = await read_response(
+                    conn.reader,
+                    budget,
+                    deadline=deadline,
+                    idle_timeout=connect_timeout,
+                    max_body=self.max_body_bytes,
+                )
         except (OSError, TimeoutError, ProtocolError) as exc:
             conn.close()
             raise ExchangeFailed(exc) from exc
