@@ -59,6 +59,7 @@ lint: $(STAMP)
 	$(VENV)/bin/ruff check --no-cache app tests
 	$(VENV)/bin/mypy
 	$(VENV)/bin/lint-imports
+	$(PY) scripts/gen_sdk.py --check
 
 bench: $(STAMP)
 	$(PY) tests/bench/engine_bench.py

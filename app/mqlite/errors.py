@@ -4,7 +4,9 @@ Every error mqlite raises is an ``MQLiteError`` subclass carrying the wire ``cod
 ``http_status`` of the spec's error table (api-reference "Errors"). The class docstring is
 the default message, so ``raise LockLost()`` says something useful on its own. The HTTP
 client re-raises the same classes from the wire code, so embedded and remote callers
-handle errors identically.
+handle errors identically. Where a subclass shares its parent's wire code, its ``reason``
+(sent beside the code, additive to the original's envelope) names it: clients that know
+the reason get the subclass, others (and envelopes without one) get the parent.
 """
 
 from __future__ import annotations
@@ -18,6 +20,7 @@ class MQLiteError(Exception):
 
     code: ClassVar[str] = "internal"
     http_status: ClassVar[int] = 500
+    reason: ClassVar[str] = ""  # "" = the class BY_CODE maps its code to
 
     def __init__(self, message: str | None = None) -> None:
         self.message = message or (self.__doc__ or self.code).strip().splitlines()[0]
@@ -61,6 +64,8 @@ class NotFound(MQLiteError):
 
 class QueueNotFound(NotFound):
     """queue not found."""
+
+    reason = "queue_not_found"
 
 
 class DedupConflict(MQLiteError):
@@ -226,3 +231,16 @@ def _wire_classes() -> Mapping[str, type[MQLiteError]]:
 
 
 BY_CODE: Mapping[str, type[MQLiteError]] = _wire_classes()
+
+
+def _reason_classes() -> Mapping[str, type[MQLiteError]]:
+    """Map each ``reason`` to the subclass it names (a refinement of its code's class)."""
+    table: dict[str, type[MQLiteError]] = {}
+    for cls in (QueueNotFound,):
+        assert cls.reason not in table, f"duplicate reason {cls.reason}"
+        assert issubclass(cls, BY_CODE[cls.code]), f"{cls.__name__} must refine its code"
+        table[cls.reason] = cls
+    return table
+
+
+BY_REASON: Mapping[str, type[MQLiteError]] = _reason_classes()

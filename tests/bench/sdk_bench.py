@@ -3,7 +3,7 @@ with the client's CPU per request (``time.process_time`` of this process / reque
 
 A script, not a test (pytest ignores tests/bench)::
 
-    .venv/bin/python tests/bench/sdk_bench.py              # SDK figures
+    .venv/bin/python tests/bench/sdk_bench.py              # SDK figures (sync and asyncio)
     .venv/bin/python tests/bench/sdk_bench.py --libs       # + http.client vs urllib3 vs httpx
     .venv/bin/python tests/bench/sdk_bench.py --check      # exit 1 below 2,000 msg/s
     .venv/bin/python tests/bench/sdk_bench.py --endpoint http://127.0.0.1:6754 --token T
@@ -12,8 +12,10 @@ Without ``--endpoint`` it starts a broker on a free loopback port with a temp da
 (``MQLITE_SYNC`` as in the environment, default NORMAL). Figures: one ``HttpClient``
 sending sequentially from one thread, and the same client shared by ``--threads``
 threads (it is thread-safe; each thread borrows its own keep-alive connection). The
-``--libs`` table sends the same pre-encoded Send body with each library's keep-alive
-client, so it isolates the HTTP library's cost from the SDK's encoding.
+asyncio figures are the same sends through ``mqlite.aio`` (one client, 1 and
+``--threads`` tasks on one event loop). The ``--libs`` table sends the same pre-encoded
+Send body with each library's keep-alive client, so it isolates the HTTP library's cost
+from the SDK's encoding.
 """
 
 from __future__ import annotations
@@ -86,13 +88,42 @@ def measure(fn: Callable[[], object], n: int, threads: int = 1) -> tuple[float, 
     return total / wall, cpu / total * 1e6
 
 
+def measure_aio(url: str, token: str, queue: str, n: int, tasks: int = 1) -> tuple[float, float]:
+    """(requests per second, client CPU microseconds per request) of ``mqlite.aio``:
+    ``tasks`` coroutines sharing one ``AsyncClient``, each sending sequentially."""
+    import asyncio
+
+    import mqlite.aio
+
+    msg = OutMessage(BODY)
+
+    async def run() -> tuple[float, float]:
+        async with mqlite.aio.connect(url, token) as client:
+            for _ in range(min(200, n // 10)):
+                await client.send_one(queue, msg)
+            per = n // tasks
+
+            async def worker() -> None:
+                for _ in range(per):
+                    await client.send_one(queue, msg)
+
+            cpu0, t0 = time.process_time(), time.perf_counter()
+            await asyncio.gather(*(worker() for _ in range(tasks)))
+            wall, cpu = time.perf_counter() - t0, time.process_time() - cpu0
+            return per * tasks / wall, cpu / (per * tasks) * 1e6
+
+    return asyncio.run(run())
+
+
 def lib_table(url: str, queue: str, n: int) -> list[tuple[str, float, float]]:
     import httpx
     import urllib3
 
     host, port = url.removeprefix("http://").split(":")
     path = wire.SEND.path
-    body = wire.encode_request(wire.SEND, wire.SendRequest(queue, (OutMessage(BODY),)))
+    body = wire.encode_request(
+        wire.SEND, wire.SendRequest(queue, (wire.MessageJSON.of(OutMessage(BODY)),))
+    )
     headers = {"Authorization": f"Bearer {TOKEN}", "Content-Type": "application/json"}
 
     conn = http.client.HTTPConnection(host, int(port))
@@ -156,6 +187,11 @@ def main() -> int:
             best = max(best, rate)
             print(f"| {threads} thread(s), one client | {rate:,.0f} | {cpu:.0f} |")
         client.close()
+        print("\n| mqlite.aio.connect(...).send_one | msgs/s | client CPU µs/request |")
+        print("|---|---:|---:|")
+        for tasks in sorted({1, args.threads}):
+            rate, cpu = measure_aio(url, args.token, queue, args.n, tasks)
+            print(f"| {tasks} task(s), one client | {rate:,.0f} | {cpu:.0f} |")
     finally:
         if proc is not None:
             proc.terminate()

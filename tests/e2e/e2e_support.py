@@ -156,10 +156,11 @@ class Broker:
         *,
         token: str | bool | None = True,
         content: bytes | None = None,
+        reason: str | None = None,
     ) -> str:
         """POST and assert the error envelope; returns the message."""
         r = self.rpc(method, body, token=token, content=content)
-        return assert_error(r, status, code)
+        return assert_error(r, status, code, reason)
 
     # -- conveniences ---------------------------------------------------------------------
 
@@ -232,12 +233,22 @@ def kill_group(proc: subprocess.Popen[bytes]) -> None:
         os.killpg(proc.pid, signal.SIGKILL)
 
 
-def assert_error(r: httpx.Response, status: int, code: str) -> str:
+# The additive ``reason`` of an envelope, by the code it refines (the original broker's
+# clients read only code and message; ours rebuild the subclass from the reason).
+REASONS = {"queue_not_found": "not_found"}
+
+
+def assert_error(r: httpx.Response, status: int, code: str, reason: str | None = None) -> str:
+    """Assert the error envelope; ``reason`` given = it must be exactly that one."""
     assert r.status_code == status, (r.status_code, r.text)
     assert r.headers["content-type"].startswith("application/json"), r.headers
     body = r.json()
-    assert set(body) == {"code", "message"}, body
+    assert set(body) in ({"code", "message"}, {"code", "message", "reason"}), body
     assert body["code"] == code, body
+    if "reason" in body:
+        assert REASONS.get(body["reason"]) == code, body
+    if reason is not None:
+        assert body.get("reason") == (reason or None), body
     assert isinstance(body["message"], str) and body["message"], body
     return str(body["message"])
 

@@ -703,20 +703,25 @@ def test_403_permission_denied(broker: Broker) -> None:
 
 
 def test_404_unknown_queue(broker: Broker) -> None:
+    """An unknown queue is not_found plus the machine-readable reason queue_not_found."""
     missing = unique("missing")
+    send = {"queue": missing, "messages": [{"body": b64("x")}]}
+    broker.err("QueueService/Send", send, 404, "not_found", reason="queue_not_found")
     broker.err(
-        "QueueService/Send", {"queue": missing, "messages": [{"body": b64("x")}]}, 404, "not_found"
+        "QueueService/Receive", {"queue": missing}, 404, "not_found", reason="queue_not_found"
     )
-    broker.err("QueueService/Receive", {"queue": missing}, 404, "not_found")
-    broker.err("QueueService/Stats", {"queue": missing}, 404, "not_found")
-    broker.err("AdminService/Purge", {"queue": missing}, 404, "not_found")
+    broker.err("QueueService/Stats", {"queue": missing}, 404, "not_found", reason="queue_not_found")
+    broker.err("AdminService/Purge", {"queue": missing}, 404, "not_found", reason="queue_not_found")
+    q = broker.create_queue()
+    # A missing message in a queue that exists is plain not_found: no reason.
+    broker.err("QueueService/Cancel", {"queue": q, "seq_number": 1}, 404, "not_found", reason="")
 
 
 def test_unknown_path_401_first_then_404(broker: Broker) -> None:
     for path in ("/x", "/mqlite.v1.QueueService/Nope", "/mqlite.v1.Nope/Send", "/healthz/x"):
         assert_error(broker.anon.post(path, json={}), 401, "unauthenticated")
         assert_error(broker.anon.get(path), 401, "unauthenticated")
-        msg = assert_error(broker.http.post(path, json={}), 404, "not_found")
+        msg = assert_error(broker.http.post(path, json={}), 404, "not_found", reason="")
         assert msg == f"no such path: {path}"
         msg = assert_error(broker.http.get(path), 404, "not_found")
         assert msg == f"no such path: {path}"

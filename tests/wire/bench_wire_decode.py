@@ -21,37 +21,56 @@ MSGS = [
     for i in range(N)
 ]
 SEND_BODY = json.dumps({"queue": "orders", "messages": MSGS}).encode()
-RECEIVED = wire.MessagesResponse(
-    tuple(
-        Message(
-            i + 1,
-            body=b"x" * 100,
-            message_id=f"m-{i}",
-            properties={"k": "v"},
-            delivery_count=1,
-            enqueued_at_ms=1_750_000_000_000,
-            locked_until_ms=1_750_000_030_000,
-            lock_token="a" * 32,
-        )
-        for i in range(N)
+SEND1_BODY = json.dumps({"queue": "orders", "messages": MSGS[:1]}).encode()
+RECEIVED = [
+    Message(
+        i + 1,
+        body=b"x" * 100,
+        message_id=f"m-{i}",
+        properties={"k": "v"},
+        delivery_count=1,
+        enqueued_at_ms=1_750_000_000_000,
+        locked_until_ms=1_750_000_030_000,
+        lock_token="a" * 32,
     )
-)
-RECEIVE_BODY = wire.encode_response(wire.RECEIVE, RECEIVED)
+    for i in range(N)
+]
+RECEIVE_BODY = wire.encode_response(wire.RECEIVE, wire.ReceiveResponse.of(RECEIVED))
 SEND_REQ = wire.decode_request(wire.SEND, SEND_BODY)
+OUT = SEND_REQ.out_messages()
 
 
-def timed(label: str, fn: Callable[[], object], number: int = 500) -> None:
+def timed(label: str, fn: Callable[[], object], n: int = N, number: int = 500) -> None:
     best = min(timeit.repeat(fn, number=number, repeat=7)) / number
-    print(f"{label:<40} {best * 1e6:8.1f} µs  ({best * 1e6 / N:5.2f} µs/message)")
+    print(f"{label:<44} {best * 1e6:8.1f} µs  ({best * 1e6 / n:5.2f} µs/message)")
 
 
 def main() -> None:
     print(f"{N}-message requests, Send body {len(SEND_BODY)} bytes")
     timed("json.loads (floor)", lambda: json.loads(SEND_BODY))
-    timed("decode_request Send (server)", lambda: wire.decode_request(wire.SEND, SEND_BODY))
-    timed("encode_response Receive (server)", lambda: wire.encode_response(wire.RECEIVE, RECEIVED))
-    timed("encode_request Send (SDK)", lambda: wire.encode_request(wire.SEND, SEND_REQ))
-    timed("decode_response Receive (SDK)", lambda: wire.decode_response(wire.RECEIVE, RECEIVE_BODY))
+    timed(
+        "decode_request Send + OutMessages (server)",
+        lambda: wire.decode_request(wire.SEND, SEND_BODY).out_messages(),
+    )
+    timed(
+        "decode_request Send x1 + OutMessage (server)",
+        lambda: wire.decode_request(wire.SEND, SEND1_BODY).out_messages(),
+        n=1,
+    )
+    timed(
+        "encode_response Receive (server)",
+        lambda: wire.encode_response(wire.RECEIVE, wire.ReceiveResponse.of(RECEIVED)),
+    )
+    timed(
+        "encode_request Send (SDK)",
+        lambda: wire.encode_request(
+            wire.SEND, wire.SendRequest("orders", tuple(wire.MessageJSON.of(m) for m in OUT))
+        ),
+    )
+    timed(
+        "decode_response Receive (SDK)",
+        lambda: wire.decode_response(wire.RECEIVE, RECEIVE_BODY).values("orders"),
+    )
 
 
 if __name__ == "__main__":

@@ -34,11 +34,43 @@ def test_the_code_wins_over_the_status() -> None:
     assert type(wire.error_from_response(500, body)) is errors.LockLost
 
 
-def test_subclasses_travel_as_their_wire_class() -> None:
-    body = wire.error_body(errors.QueueNotFound())
-    assert json.loads(body)["code"] == "not_found"
+def test_a_subclass_travels_as_its_code_plus_a_reason() -> None:
+    body = wire.error_body(errors.QueueNotFound("queue 'q' not found"))
+    assert json.loads(body) == {
+        "code": "not_found",
+        "message": "queue 'q' not found",
+        "reason": "queue_not_found",
+    }
     back = wire.error_from_response(404, body)
-    assert type(back) is errors.NotFound and back.message == "queue not found."
+    assert type(back) is errors.QueueNotFound and back.message == "queue 'q' not found"
+
+
+def test_an_envelope_without_a_reason_is_the_base_class_of_its_code() -> None:
+    """The original broker sends no reason: whatever its English says, it is NotFound
+    (no guessing from the message text)."""
+    body = b'{"code":"not_found","message":"queue \'q\' not found"}'
+    assert type(wire.error_from_response(404, body)) is errors.NotFound
+
+
+@pytest.mark.parametrize(
+    "body",
+    [
+        b'{"code":"lock_lost","message":"x","reason":"queue_not_found"}',
+        b'{"code":"not_found","message":"x","reason":"a_newer_reason"}',
+        b'{"code":"not_found","message":"x","reason":7}',
+    ],
+)
+def test_a_reason_refines_only_its_own_code(body: bytes) -> None:
+    back = wire.error_from_response(404, body)
+    assert type(back) is errors.BY_CODE[json.loads(body)["code"]]
+
+
+def test_only_subclasses_sharing_a_code_carry_a_reason() -> None:
+    for cls in errors.BY_CODE.values():
+        assert "reason" not in json.loads(wire.error_body(cls()))
+    for reason, cls in errors.BY_REASON.items():
+        assert cls.code in errors.BY_CODE and cls is not errors.BY_CODE[cls.code]
+        assert json.loads(wire.error_body(cls()))["reason"] == reason
 
 
 def test_in_process_only_errors_travel_as_internal() -> None:

@@ -53,9 +53,9 @@ def test_every_route_is_a_post_with_its_schemas(doc: dict[str, Any]) -> None:
         body = post["requestBody"]
         assert body["required"] is not route.body_optional
         ref = body["content"]["application/json"]["schema"]["$ref"]
-        assert ref == f"#/components/schemas/{route.request.name}"
+        assert ref == f"#/components/schemas/{route.request.__name__}"
         ok = post["responses"]["200"]["content"]["application/json"]["schema"]["$ref"]
-        assert ok == f"#/components/schemas/{route.response.name}"
+        assert ok == f"#/components/schemas/{route.response.__name__}"
         assert set(post["responses"]) == ERROR_STATUSES | {"200"}
         for status in ERROR_STATUSES:
             schema = post["responses"][status]["content"]["application/json"]["schema"]
@@ -106,15 +106,15 @@ def test_request_schemas_are_closed_and_exact(doc: dict[str, Any]) -> None:
     assert send["additionalProperties"] is False
     assert send["required"] == ["queue", "messages"]
     assert send["properties"]["ttl_ms"]["format"] == "int64"
-    assert schemas["Message"]["properties"]["body"]["contentEncoding"] == "base64"
-    assert schemas["Message"]["properties"]["properties"]["additionalProperties"] == {
+    assert schemas["MessageJSON"]["properties"]["body"]["contentEncoding"] == "base64"
+    assert schemas["MessageJSON"]["properties"]["properties"]["additionalProperties"] == {
         "type": "string"
     }
     assert schemas["DeleteQueueRequest"]["required"] == ["name", "generation"]
     assert schemas["ReceiveRequest"]["properties"]["receive_mode"]["enum"] == [0, 1]
-    assert "required" not in schemas["QueueConfig"]
+    assert "required" not in schemas["QueueConfigJSON"]
     for route in wire.ROUTES:
-        assert schemas[route.request.name]["additionalProperties"] is False
+        assert schemas[route.request.__name__]["additionalProperties"] is False
 
 
 def test_response_required_means_always_emitted(doc: dict[str, Any]) -> None:
@@ -124,11 +124,16 @@ def test_response_required_means_always_emitted(doc: dict[str, Any]) -> None:
     assert "lock_token" not in schemas["PeekedMessage"]["properties"]
     assert "state" not in schemas["ReceivedMessage"]["properties"]
     assert schemas["BatchResult"]["required"] == ["seq_number", "ok"]
-    assert "generation" not in schemas["QueueInfo"]["required"]
-    assert schemas["Subscription"]["required"] == ["topic", "name"]
+    assert "generation" not in schemas["QueueInfoJSON"]["required"]
+    assert schemas["SubscriptionJSON"]["required"] == ["topic", "name"]
     assert schemas["TestFilterResponse"]["required"] == ["valid", "ran", "matched"]
     assert schemas["ListKeysResponse"]["required"] == ["keys"]
-    assert set(schemas["AccessKey"]["required"]) == {"id", "name", "permissions", "created_at_ms"}
+    assert set(schemas["AccessKeyJSON"]["required"]) == {
+        "id",
+        "name",
+        "permissions",
+        "created_at_ms",
+    }
     assert len(schemas["MetricsResponse"]["required"]) == 8
     assert len(schemas["StatusResponse"]["required"]) == 11
 
@@ -144,13 +149,15 @@ def _validator(doc: dict[str, Any], name: str) -> Any:
 @pytest.mark.parametrize("case", REQUEST_CASES, ids=case_id)
 def test_encoded_requests_match_their_schema(doc: dict[str, Any], case: Case) -> None:
     route, value, _ = case
-    _validator(doc, route.request.name).validate(json.loads(wire.encode_request(route, value)))
+    _validator(doc, route.request.__name__).validate(json.loads(wire.encode_request(route, value)))
 
 
 @pytest.mark.parametrize("case", RESPONSE_CASES, ids=case_id)
 def test_encoded_responses_match_their_schema(doc: dict[str, Any], case: Case) -> None:
     route, value, _ = case
-    _validator(doc, route.response.name).validate(json.loads(wire.encode_response(route, value)))
+    _validator(doc, route.response.__name__).validate(
+        json.loads(wire.encode_response(route, value))
+    )
 
 
 _PARSER_LEVEL = ("invalid JSON", "empty request body", "unexpected data", "duplicate field")
@@ -170,5 +177,5 @@ _UNSAYABLE += [c for c in _SCHEMA_BAD if c[0] in ("float-integral", "exponent")]
 def test_what_the_decoder_rejects_the_schema_rejects(
     doc: dict[str, Any], route: wire.Route[Any, Any], body: bytes, message: str
 ) -> None:
-    validator = _validator(doc, route.request.name)
+    validator = _validator(doc, route.request.__name__)
     assert not validator.is_valid(json.loads(body)), message

@@ -82,13 +82,13 @@ def test_send_and_schedule_share_one_shape_pair() -> None:
 
 def test_settle_verbs_share_the_settle_request() -> None:
     verbs = (wire.COMPLETE, wire.ABANDON, wire.REJECT, wire.DEFER, wire.RENEW)
-    assert {v.request.name for v in verbs} == {"SettleRequest"}
-    assert {v.response.name for v in (*verbs, wire.CANCEL)} == {"SettleResponse"}
+    assert {v.request for v in verbs} == {wire.SettleRequest}
+    assert {v.response for v in (*verbs, wire.CANCEL, wire.REVOKE_KEY)} == {wire.SettleResponse}
 
 
 def test_receive_views() -> None:
     assert wire.RECEIVE.response is wire.RECEIVE_DEFERRED.response
-    assert wire.PEEK.response.name == "PeekResponse"
+    assert wire.PEEK.response is wire.PeekResponse
 
 
 def test_only_fieldless_requests_accept_an_empty_body() -> None:

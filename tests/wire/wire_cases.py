@@ -58,7 +58,12 @@ Case = tuple[wire.Route[Any, Any], Any, dict[str, Any]]
 REQUEST_CASES: list[Case] = [
     (
         wire.SEND,
-        wire.SendRequest("orders", (FULL_OUT, OutMessage()), 1_750_000_000_000, 5_000),
+        wire.SendRequest(
+            "orders",
+            (wire.MessageJSON.of(FULL_OUT), wire.MessageJSON()),
+            1_750_000_000_000,
+            5_000,
+        ),
         {
             "queue": "orders",
             "messages": [FULL_OUT_JSON, {}],
@@ -69,7 +74,7 @@ REQUEST_CASES: list[Case] = [
     (wire.SEND, wire.SendRequest("q", ()), {"queue": "q", "messages": []}),
     (
         wire.SCHEDULE,
-        wire.SendRequest("q", (OutMessage(b"x"),), 9),
+        wire.SendRequest("q", (wire.MessageJSON(body=b"x"),), 9),
         {"queue": "q", "messages": [{"body": "eA=="}], "scheduled_enqueue_time_ms": 9},
     ),
     (
@@ -117,7 +122,7 @@ REQUEST_CASES: list[Case] = [
     ),
     (
         wire.COMPLETE_BATCH,
-        wire.BatchSettleRequest("q", (wire.SettleItem(1, "a"), wire.SettleItem(2, "b"))),
+        wire.CompleteBatchRequest("q", (wire.SettleItem(1, "a"), wire.SettleItem(2, "b"))),
         {
             "queue": "q",
             "messages": [
@@ -128,7 +133,7 @@ REQUEST_CASES: list[Case] = [
     ),
     (
         wire.RENEW_BATCH,
-        wire.BatchSettleRequest("q", ()),
+        wire.RenewBatchRequest("q", ()),
         {"queue": "q", "messages": []},
     ),
     (
@@ -143,12 +148,16 @@ REQUEST_CASES: list[Case] = [
         {"queue": "q", "from_seq": 5, "state": "deferred", "max": 10},
     ),
     (wire.PEEK, wire.PeekRequest("q"), {"queue": "q"}),
-    (wire.STATS, wire.StatsRequest("q"), {"queue": "q"}),
+    (wire.STATS, wire.MetricsRequest("q"), {"queue": "q"}),
     (wire.CREATE_QUEUE, wire.CreateQueueRequest("q"), {"name": "q"}),
-    (wire.CREATE_QUEUE, wire.CreateQueueRequest("q", QueueConfig()), {"name": "q", "config": {}}),
     (
         wire.CREATE_QUEUE,
-        wire.CreateQueueRequest("q", FULL_CONFIG),
+        wire.CreateQueueRequest("q", wire.QueueConfigJSON()),
+        {"name": "q", "config": {}},
+    ),
+    (
+        wire.CREATE_QUEUE,
+        wire.CreateQueueRequest("q", wire.QueueConfigJSON.of(FULL_CONFIG)),
         {"name": "q", "config": FULL_CONFIG_JSON},
     ),
     (
@@ -158,7 +167,7 @@ REQUEST_CASES: list[Case] = [
     ),
     (
         wire.SUBSCRIBE,
-        wire.SubscribeRequest("t", "s", "subject == 'x'"),
+        wire.SubscribeRequest("t", "s", wire.SubscriptionFilter("subject == 'x'")),
         {"topic": "t", "name": "s", "filter": {"expr": "subject == 'x'"}},
     ),
     (wire.SUBSCRIBE, wire.SubscribeRequest("t", "s"), {"topic": "t", "name": "s"}),
@@ -167,7 +176,9 @@ REQUEST_CASES: list[Case] = [
     (wire.LIST_SUBSCRIPTIONS, wire.EmptyRequest(), {}),
     (
         wire.TEST_FILTER,
-        wire.TestFilterRequest("true", OutMessage(b"{}", subject="a"), 1_000, 2_000),
+        wire.TestFilterRequest(
+            "true", wire.SampleMessage.of(OutMessage(b"{}", subject="a"), 1_000, 2_000)
+        ),
         {
             "expr": "true",
             "message": {
@@ -180,7 +191,7 @@ REQUEST_CASES: list[Case] = [
     ),
     (
         wire.TEST_FILTER,
-        wire.TestFilterRequest("true", OutMessage()),
+        wire.TestFilterRequest("true", wire.SampleMessage()),
         {"expr": "true", "message": {}},
     ),
     (wire.TEST_FILTER, wire.TestFilterRequest("x >"), {"expr": "x >"}),

@@ -78,14 +78,14 @@ REVOKED_KEY = AccessKey(KEY_ID, "old", ("manage",), 1, 2, 3)
 RESPONSE_CASES: list[Case] = [
     (wire.SEND, wire.SendResponse((1, 0, 3)), {"seq_numbers": [1, 0, 3]}),
     (wire.SCHEDULE, wire.SendResponse(()), {"seq_numbers": []}),
-    (wire.RECEIVE, wire.MessagesResponse((FULL_MESSAGE,)), {"messages": [RECEIVED_JSON]}),
-    (wire.RECEIVE, wire.MessagesResponse(()), {"messages": []}),
+    (wire.RECEIVE, wire.ReceiveResponse.of([FULL_MESSAGE]), {"messages": [RECEIVED_JSON]}),
+    (wire.RECEIVE, wire.ReceiveResponse(), {"messages": []}),
     (
         wire.RECEIVE_DEFERRED,
-        wire.MessagesResponse((Message(5),)),
+        wire.ReceiveResponse.of([Message(5)]),
         {"messages": [{"seq_number": 5}]},
     ),
-    (wire.PEEK, wire.MessagesResponse((FULL_MESSAGE,)), {"messages": [PEEKED_JSON]}),
+    (wire.PEEK, wire.PeekResponse.of([FULL_MESSAGE]), {"messages": [PEEKED_JSON]}),
     (wire.COMPLETE, wire.OkResponse(), {"ok": True}),
     (wire.ABANDON, wire.OkResponse(), {"ok": True}),
     (wire.REJECT, wire.OkResponse(), {"ok": True}),
@@ -94,18 +94,18 @@ RESPONSE_CASES: list[Case] = [
     (wire.CANCEL, wire.OkResponse(), {"ok": True}),
     (
         wire.COMPLETE_BATCH,
-        wire.BatchResponse((BatchResult(1, True), BatchResult(2, False))),
+        wire.CompleteBatchResponse.of([BatchResult(1, True), BatchResult(2, False)]),
         {"results": [{"seq_number": 1, "ok": True}, {"seq_number": 2, "ok": False}]},
     ),
     (
         wire.RENEW_BATCH,
-        wire.BatchResponse((BatchResult(1, True, 123),)),
+        wire.RenewBatchResponse.of([BatchResult(1, True, 123)]),
         {"results": [{"seq_number": 1, "ok": True, "locked_until_ms": 123}]},
     ),
-    (wire.RENEW_BATCH, wire.BatchResponse(()), {"results": []}),
+    (wire.RENEW_BATCH, wire.RenewBatchResponse(), {"results": []}),
     (
         wire.STATS,
-        Stats("q"),
+        wire.MetricsResponse.of(Stats("q")),
         {
             "queue": "q",
             "active": 0,
@@ -119,7 +119,7 @@ RESPONSE_CASES: list[Case] = [
     ),
     (
         wire.STATS,
-        Stats("q", 128, 3, 0, 5, 2, 138, 41_200),
+        wire.MetricsResponse.of(Stats("q", 128, 3, 0, 5, 2, 138, 41_200)),
         {
             "queue": "q",
             "active": 128,
@@ -137,7 +137,7 @@ RESPONSE_CASES: list[Case] = [
     (wire.UNSUBSCRIBE, wire.EmptyResponse(), {}),
     (
         wire.LIST_QUEUES,
-        wire.ListQueuesResponse((QUEUE_INFO, QueueInfo("p", QueueConfig(), ""))),
+        wire.ListQueuesResponse.of([QUEUE_INFO, QueueInfo("p", QueueConfig(), "")]),
         {
             "queues": [
                 {
@@ -163,7 +163,7 @@ RESPONSE_CASES: list[Case] = [
     (wire.LIST_QUEUES, wire.ListQueuesResponse(), {"queues": []}),
     (
         wire.LIST_SUBSCRIPTIONS,
-        wire.ListSubscriptionsResponse((Subscription("t", "a", "true"), Subscription("t", "b"))),
+        wire.ListSubscriptionsResponse.of([Subscription("t", "a", "true"), Subscription("t", "b")]),
         {
             "subscriptions": [
                 {"topic": "t", "name": "a", "expr": "true"},
@@ -174,12 +174,12 @@ RESPONSE_CASES: list[Case] = [
     (wire.LIST_SUBSCRIPTIONS, wire.ListSubscriptionsResponse(), {"subscriptions": []}),
     (
         wire.TEST_FILTER,
-        FilterTestResult(True, "", True, True),
+        wire.TestFilterResponse.of(FilterTestResult(True, "", True, True)),
         {"valid": True, "ran": True, "matched": True},
     ),
     (
         wire.TEST_FILTER,
-        FilterTestResult(False, "unexpected token"),
+        wire.TestFilterResponse.of(FilterTestResult(False, "unexpected token")),
         {"valid": False, "error": "unexpected token", "ran": False, "matched": False},
     ),
     (wire.REDRIVE, wire.RedriveResponse(), {"moved": 0}),
@@ -220,7 +220,7 @@ RESPONSE_CASES: list[Case] = [
     ),
     (
         wire.CREATE_KEY,
-        wire.CreateKeyResponse(KEY, "mqk_" + "0" * 64),
+        wire.CreateKeyResponse.of(KEY, "mqk_" + "0" * 64),
         {
             "key": {
                 "id": KEY_ID,
@@ -233,7 +233,7 @@ RESPONSE_CASES: list[Case] = [
     ),
     (
         wire.LIST_KEYS,
-        wire.ListKeysResponse((REVOKED_KEY,), KEY_ID),
+        wire.ListKeysResponse.of([REVOKED_KEY], KEY_ID),
         {
             "keys": [
                 {
@@ -248,6 +248,6 @@ RESPONSE_CASES: list[Case] = [
             "next_after_id": KEY_ID,
         },
     ),
-    (wire.LIST_KEYS, wire.ListKeysResponse(), {"keys": []}),
+    (wire.LIST_KEYS, wire.ListKeysResponse.of([], ""), {"keys": []}),
     (wire.REVOKE_KEY, wire.OkResponse(), {"ok": True}),
 ]

@@ -15,7 +15,7 @@ from typing import Any, BinaryIO
 
 from mqlite.clock import SYSTEM_CLOCK
 from mqlite.types import Message
-from mqlite.wire import PEEKED_MESSAGE, RECEIVED_MESSAGE, Route, encode_response
+from mqlite.wire import PeekedMessage, ReceivedMessage, Route, encode_response, json_object
 
 
 def dumps(value: Any) -> str:
@@ -91,14 +91,14 @@ class Output:
 
 def received_json(msg: Message, *, with_token: bool) -> dict[str, Any]:
     """The wire's received message; an auto-acked one omits the (spent) lock token."""
-    out = RECEIVED_MESSAGE.encode(msg)
+    out = json_object(ReceivedMessage.of(msg))
     if not with_token:
         out.pop("lock_token", None)
     return out
 
 
 def peeked_json(msg: Message) -> dict[str, Any]:
-    return PEEKED_MESSAGE.encode(msg)
+    return json_object(PeekedMessage.of(msg))
 
 
 def message_text(msg: Message, *, with_token: bool) -> bytes:

@@ -9,9 +9,9 @@ transaction rolls back), so a batch never half-commits.
 from __future__ import annotations
 
 import dataclasses
-from collections import Counter
 import sqlite3
 import time
+from collections import Counter
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 

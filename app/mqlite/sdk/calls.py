@@ -1,14 +1,16 @@
-"""What each remote method sends and how its answer maps back: shared by ``HttpClient``
-and the asyncio client, so the two cannot drift.
+"""The call table: every remote verb declared ONCE (name, signature with defaults, route,
+request building, retry class, result mapping). Everything else is generated from it by
+``scripts/gen_sdk.py``: ``HttpClient``'s and ``AsyncClient``'s methods, the ``Client``
+protocol and the embedded facade's forwarders (``make lint`` fails if one is stale).
 
-A ``Call`` is an encoded request plus its retry class and a function from the decoded
-response to the method's return value (the same value the embedded client returns).
-Argument checks here are only the ones the wire cannot express (an empty ``attempt_id``
-means "absent" on the wire but is an error in-process); everything else is the broker's.
+Each verb returns the same value the embedded client returns. Argument checks here are
+only the ones the wire cannot express (an empty ``attempt_id`` means "absent" on the wire
+but is an error in-process; a ``str`` body would travel as base64 text); everything else
+is the broker's.
 
-Retry classes (see ``RetryPolicy``):
+Retry classes (``RetryPolicy`` applies them):
 
-- ``SAFE``: replaying the exact request cannot change the outcome — reads, a Receive with
+- ``SAFE``: replaying the exact request cannot change the outcome: reads, a Receive with
   an attempt id (the broker replays the same batch), settlement verbs (an exact-request
   receipt replays a committed settlement), renewals, idempotent upserts, key revocation.
 - ``UNSAFE``: retried only when the connection could not be opened (nothing was sent):
@@ -19,13 +21,13 @@ Retry classes (see ``RetryPolicy``):
 
 from __future__ import annotations
 
-import dataclasses
 import uuid
-from collections.abc import Callable, Sequence
-from dataclasses import dataclass
-from typing import Any, Generic, TypeVar
+from collections.abc import Sequence
+
+from msgspec import UNSET, UnsetType
 
 from mqlite import defaults, errors, wire
+from mqlite.sdk.call import SAFE, UNSAFE, Steps, rpc, verb
 from mqlite.types import (
     AccessKey,
     BatchResult,
@@ -39,57 +41,9 @@ from mqlite.types import (
     Subscription,
 )
 
-Resp = TypeVar("Resp")
-R = TypeVar("R")
-
-SAFE = True
-UNSAFE = False
-
-
-@dataclass(frozen=True, slots=True)
-class Call(Generic[Resp, R]):
-    route: wire.Route[Any, Resp]
-    body: bytes
-    safe: bool
-    result: Callable[[Resp], R]
-    wait_ms: int = 0  # a long poll: the HTTP timeout must exceed it
-
-
-def _call(
-    route: wire.Route[Any, Resp],
-    request: object,
-    safe: bool,
-    result: Callable[[Resp], R],
-    wait_ms: int = 0,
-) -> Call[Resp, R]:
-    return Call(route, wire.encode_request(route, request), safe, result, wait_ms)
-
-
-def _none(_: object) -> None:
-    return None
-
-
-def _with_queue(queue: str, msgs: Sequence[Message]) -> list[Message]:
-    """Wire messages carry no queue name; the embedded client's do."""
-    return [dataclasses.replace(m, queue=queue) for m in msgs]
-
-
-# -- queues and topics ------------------------------------------------------------------
-
-
-def create_queue(name: str, config: QueueConfig | None) -> Call[wire.EmptyResponse, None]:
-    if config is not None and not isinstance(config, QueueConfig):
-        raise errors.InvalidArgument("config must be a QueueConfig")
-    return _call(wire.CREATE_QUEUE, wire.CreateQueueRequest(name, config), SAFE, _none)
-
-
-def list_queues() -> Call[wire.ListQueuesResponse, list[QueueInfo]]:
-    return _call(
-        wire.LIST_QUEUES,
-        wire.EmptyRequest(),
-        SAFE,
-        lambda r: sorted(r.queues, key=lambda q: q.name),
-    )
+# Renew answers only {"ok": true}; the embedded renew returns the committed deadline. A
+# one-item RenewBatch is the same fenced statement and reports it, so it stands in.
+STAND_INS = {wire.RENEW.name: wire.RENEW_BATCH.name}
 
 
 def find_queue(queues: Sequence[QueueInfo], name: str) -> QueueInfo:
@@ -99,74 +53,135 @@ def find_queue(queues: Sequence[QueueInfo], name: str) -> QueueInfo:
     raise errors.QueueNotFound(f"queue {name!r} not found")
 
 
-def delete_queue(name: str, generation: str) -> Call[wire.DeleteQueueResponse, None]:
-    return _call(wire.DELETE_QUEUE, wire.DeleteQueueRequest(name, generation), UNSAFE, _none)
+def _message(m: object, where: str = "message") -> wire.MessageJSON:
+    if not isinstance(m, OutMessage):
+        raise errors.InvalidArgument(f"{where} must be an OutMessage")
+    if not isinstance(m.body, bytes | bytearray | memoryview):
+        raise errors.InvalidArgument(f"{where}.body must be bytes")
+    return wire.MessageJSON.of(m)
 
 
-def subscribe(topic: str, name: str, expr: str | None) -> Call[wire.EmptyResponse, None]:
+def _messages(messages: Sequence[OutMessage]) -> tuple[wire.MessageJSON, ...]:
+    if isinstance(messages, str | bytes) or not isinstance(messages, Sequence):
+        raise errors.InvalidArgument("messages must be a list of OutMessage")
+    return tuple([_message(m, f"messages[{i}]") for i, m in enumerate(messages)])
+
+
+# -- queues and topics ------------------------------------------------------------------
+
+
+@verb(wire.CREATE_QUEUE, SAFE)
+def create_queue(name: str, config: QueueConfig | None = None) -> Steps[QueueInfo]:
+    """Create or reconfigure a queue; returns it with its generation.
+
+    Remotely, CreateQueue answers ``{}``, so one ListQueues follows for the generation."""
+    if config is not None and not isinstance(config, QueueConfig):
+        raise errors.InvalidArgument("config must be a QueueConfig")
+    wired = UNSET if config is None else wire.QueueConfigJSON.of(config)
+    yield from rpc(wire.CREATE_QUEUE, wire.CreateQueueRequest(name, wired))
+    return find_queue((yield from list_queues()), name)
+
+
+@verb(wire.LIST_QUEUES, SAFE)
+def list_queues() -> Steps[list[QueueInfo]]:
+    """Every queue with its config and generation, by name."""
+    r = yield from rpc(wire.LIST_QUEUES, wire.EmptyRequest())
+    return sorted(r.values(), key=lambda q: q.name)
+
+
+@verb(wire.LIST_QUEUES, SAFE)
+def get_queue(name: str) -> Steps[QueueInfo]:
+    """One queue; ``QueueNotFound`` if there is none of that name."""
+    return find_queue((yield from list_queues()), name)
+
+
+@verb(wire.DELETE_QUEUE, UNSAFE)
+def delete_queue(name: str, generation: str | None = None) -> Steps[None]:
+    """Delete an empty plain queue, fenced on ``generation``.
+
+    Without ``generation`` the current one is looked up once, per invocation; keep and
+    pass the original one when retrying or reconciling a deletion."""
+    if generation is None:
+        generation = (yield from get_queue(name)).generation
+    yield from rpc(wire.DELETE_QUEUE, wire.DeleteQueueRequest(name, generation))
+
+
+@verb(wire.SUBSCRIBE, SAFE)
+def subscribe(topic: str, name: str, expr: str | None = "") -> Steps[QueueInfo]:
+    """Create or update subscription ``name`` on ``topic``; returns its backing queue."""
     if expr is not None and not isinstance(expr, str):
         raise errors.InvalidArgument("filter expr must be a string")
-    return _call(wire.SUBSCRIBE, wire.SubscribeRequest(topic, name, expr or ""), SAFE, _none)
+    wired = wire.SubscriptionFilter(expr) if expr else UNSET
+    yield from rpc(wire.SUBSCRIBE, wire.SubscribeRequest(topic, name, wired))
+    return find_queue((yield from list_queues()), name)
 
 
-def unsubscribe(topic: str, name: str) -> Call[wire.EmptyResponse, None]:
-    return _call(wire.UNSUBSCRIBE, wire.UnsubscribeRequest(topic, name), UNSAFE, _none)
+@verb(wire.UNSUBSCRIBE, UNSAFE)
+def unsubscribe(topic: str, name: str) -> Steps[None]:
+    """Remove a subscription and its (empty) backing queue."""
+    yield from rpc(wire.UNSUBSCRIBE, wire.UnsubscribeRequest(topic, name))
 
 
-def list_subscriptions() -> Call[wire.ListSubscriptionsResponse, list[Subscription]]:
-    return _call(
-        wire.LIST_SUBSCRIPTIONS, wire.EmptyRequest(), SAFE, lambda r: list(r.subscriptions)
-    )
+@verb(wire.LIST_SUBSCRIPTIONS, SAFE)
+def list_subscriptions() -> Steps[list[Subscription]]:
+    """Every subscription with its topic and filter, by topic then name."""
+    r = yield from rpc(wire.LIST_SUBSCRIPTIONS, wire.EmptyRequest())
+    return r.values()
 
 
+@verb(wire.TEST_FILTER, SAFE)
 def test_filter(
     expr: str,
-    sample: OutMessage | None,
-    enqueued_at_ms: int | None,
-    visible_at_ms: int | None,
-) -> Call[FilterTestResult, FilterTestResult]:
+    sample: OutMessage | None = None,
+    enqueued_at_ms: int | None = None,
+    visible_at_ms: int | None = None,
+) -> Steps[FilterTestResult]:
+    """Compile ``expr`` and, given a sample, decide exactly as a publish would."""
     if not isinstance(expr, str):
         raise errors.InvalidArgument("expr must be a string")
-    if sample is not None and not isinstance(sample, OutMessage):
-        raise errors.InvalidArgument("sample must be an OutMessage")
-    req = wire.TestFilterRequest(expr, sample, enqueued_at_ms or 0, visible_at_ms or 0)
-    return _call(wire.TEST_FILTER, req, SAFE, lambda r: r)
+    wired: wire.SampleMessage | UnsetType = UNSET
+    if sample is not None:
+        _message(sample, "sample")
+        wired = wire.SampleMessage.of(sample, enqueued_at_ms or 0, visible_at_ms or 0)
+    r = yield from rpc(wire.TEST_FILTER, wire.TestFilterRequest(expr, wired))
+    return r.value()
 
 
 # -- send -------------------------------------------------------------------------------
 
 
-def send(
-    queue: str, messages: Sequence[OutMessage], ttl_ms: int | None, at_ms: int = 0
-) -> Call[wire.SendResponse, list[int]]:
-    if isinstance(messages, str | bytes) or not isinstance(messages, Sequence):
-        raise errors.InvalidArgument("messages must be a list of OutMessage")
-    for m in messages:
-        if not isinstance(m, OutMessage):
-            raise errors.InvalidArgument("messages must be a list of OutMessage")
-    route = wire.SCHEDULE if at_ms else wire.SEND
-    req = wire.SendRequest(queue, tuple(messages), at_ms, ttl_ms or 0)
-    return _call(route, req, UNSAFE, lambda r: list(r.seq_numbers))
+@verb(wire.SEND, UNSAFE)
+def send(queue: str, messages: Sequence[OutMessage], ttl_ms: int | None = None) -> Steps[list[int]]:
+    """Enqueue a batch atomically; positional seqs (0 = dedup conflict in a batch)."""
+    req = wire.SendRequest(queue, _messages(messages), 0, ttl_ms or 0)
+    r = yield from rpc(wire.SEND, req)
+    return list(r.seq_numbers)
 
 
-def send_one(
-    queue: str, message: OutMessage, ttl_ms: int | None
-) -> Call[wire.SendResponse, list[int]]:
-    if not isinstance(message, OutMessage):
-        raise errors.InvalidArgument("message must be an OutMessage")
-    return send(queue, [message], ttl_ms)
+@verb(wire.SEND, UNSAFE)
+def send_one(queue: str, message: OutMessage, ttl_ms: int | None = None) -> Steps[int]:
+    """Enqueue one message; a dedup conflict raises ``DedupConflict``."""
+    req = wire.SendRequest(queue, (_message(message),), 0, ttl_ms or 0)
+    r = yield from rpc(wire.SEND, req)
+    return r.seq_numbers[0]
 
 
+@verb(wire.SCHEDULE, UNSAFE)
 def schedule(
-    queue: str, messages: Sequence[OutMessage], at_ms: int, ttl_ms: int | None
-) -> Call[wire.SendResponse, list[int]]:
+    queue: str, messages: Sequence[OutMessage], at_ms: int, ttl_ms: int | None = None
+) -> Steps[list[int]]:
+    """Enqueue for delivery at ``at_ms`` (epoch ms, in the future), atomically."""
     if not isinstance(at_ms, int) or isinstance(at_ms, bool) or at_ms < 1:
         raise errors.InvalidArgument("at_ms must be a positive integer (epoch ms)")
-    return send(queue, messages, ttl_ms, at_ms)
+    req = wire.SendRequest(queue, _messages(messages), at_ms, ttl_ms or 0)
+    r = yield from rpc(wire.SCHEDULE, req)
+    return list(r.seq_numbers)
 
 
-def cancel(queue: str, seq_number: int) -> Call[wire.OkResponse, None]:
-    return _call(wire.CANCEL, wire.CancelRequest(queue, seq_number), UNSAFE, _none)
+@verb(wire.CANCEL, UNSAFE)
+def cancel(queue: str, seq_number: int) -> Steps[None]:
+    """Delete a scheduled, never-delivered message; otherwise ``NotFound``."""
+    yield from rpc(wire.CANCEL, wire.CancelRequest(queue, seq_number))
 
 
 # -- receive ----------------------------------------------------------------------------
@@ -176,12 +191,19 @@ def new_attempt_id() -> str:
     return uuid.uuid4().hex
 
 
+@verb(wire.RECEIVE, SAFE, binds=True)
 def receive(
-    queue: str, max_messages: int, wait_ms: int, mode: str, attempt_id: str | None
-) -> Call[wire.MessagesResponse, list[Message]]:
-    """Every remote Receive carries an attempt id (a fresh one unless the caller gave
-    one), so a retry after a lost answer replays the same batch instead of claiming a
-    second one (and, in receive-and-delete mode, instead of losing the first)."""
+    queue: str,
+    max_messages: int = 1,
+    wait_ms: int = 0,
+    mode: str = "peek_lock",
+    attempt_id: str | None = None,
+) -> Steps[list[Message]]:
+    """Claim up to ``max_messages``, long-polling up to ``wait_ms`` for the first one.
+
+    Every remote Receive carries an attempt id (a fresh one unless the caller gave one),
+    so a retry after a lost answer replays the same batch instead of claiming a second
+    one (and, in receive-and-delete mode, instead of losing the first)."""
     if mode == ReceiveMode.PEEK_LOCK:
         receive_mode = 0
     elif mode == ReceiveMode.RECEIVE_AND_DELETE:
@@ -195,18 +217,24 @@ def receive(
     wait = wait_ms if isinstance(wait_ms, int) and not isinstance(wait_ms, bool) else 0
     wait = min(max(wait, 0), defaults.MAX_WAIT_MS)
     req = wire.ReceiveRequest(
-        queue, max_messages, wait_ms, receive_mode, attempt_id or new_attempt_id()
+        queue,
+        max_messages,
+        wait_ms,
+        receive_mode,  # type: ignore[arg-type]  # 0 or 1, checked above
+        attempt_id or new_attempt_id(),
     )
-    return _call(wire.RECEIVE, req, SAFE, lambda r: _with_queue(queue, r.messages), wait)
+    r = yield from rpc(wire.RECEIVE, req, wait)
+    return r.values(queue)
 
 
-def receive_deferred(
-    queue: str, seq_numbers: Sequence[int]
-) -> Call[wire.MessagesResponse, list[Message]]:
+@verb(wire.RECEIVE_DEFERRED, UNSAFE, binds=True)
+def receive_deferred(queue: str, seq_numbers: Sequence[int]) -> Steps[list[Message]]:
+    """Lock deferred messages by seq (request order); seqs not deferred are skipped."""
     if isinstance(seq_numbers, str | bytes) or not isinstance(seq_numbers, Sequence):
         raise errors.InvalidArgument("seq_numbers must be a list of integers")
     req = wire.ReceiveDeferredRequest(queue, tuple(seq_numbers))
-    return _call(wire.RECEIVE_DEFERRED, req, UNSAFE, lambda r: _with_queue(queue, r.messages))
+    r = yield from rpc(wire.RECEIVE_DEFERRED, req)
+    return r.values(queue)
 
 
 # -- settlement -------------------------------------------------------------------------
@@ -217,30 +245,54 @@ def _check_token(lock_token: object) -> None:
         raise errors.InvalidArgument("lock_token must be a string")
 
 
-def complete(queue: str, seq: int, token: str) -> Call[wire.OkResponse, None]:
-    _check_token(token)
-    return _call(wire.COMPLETE, wire.SettleRequest(queue, seq, token), SAFE, _none)
+@verb(wire.COMPLETE, SAFE)
+def complete(queue: str, seq_number: int, lock_token: str) -> Steps[None]:
+    """Delete a locked message (done)."""
+    _check_token(lock_token)
+    yield from rpc(wire.COMPLETE, wire.SettleRequest(queue, seq_number, lock_token))
 
 
-def abandon(queue: str, seq: int, token: str, delay_ms: int) -> Call[wire.OkResponse, None]:
-    _check_token(token)
-    req = wire.SettleRequest(queue, seq, token, delay_ms=delay_ms)
-    return _call(wire.ABANDON, req, SAFE, _none)
+@verb(wire.ABANDON, SAFE)
+def abandon(queue: str, seq_number: int, lock_token: str, delay_ms: int = 0) -> Steps[None]:
+    """Release a lock; redelivered after ``delay_ms``."""
+    _check_token(lock_token)
+    req = wire.SettleRequest(queue, seq_number, lock_token, delay_ms=delay_ms)
+    yield from rpc(wire.ABANDON, req)
 
 
+@verb(wire.REJECT, SAFE)
 def reject(
-    queue: str, seq: int, token: str, reason: str, description: str
-) -> Call[wire.OkResponse, None]:
-    _check_token(token)
+    queue: str, seq_number: int, lock_token: str, reason: str = "", description: str = ""
+) -> Steps[None]:
+    """Dead-letter a locked message with a reason and description."""
+    _check_token(lock_token)
     if not isinstance(reason, str) or not isinstance(description, str):
         raise errors.InvalidArgument("reason and description must be strings")
-    req = wire.SettleRequest(queue, seq, token, reason, description)
-    return _call(wire.REJECT, req, SAFE, _none)
+    yield from rpc(
+        wire.REJECT, wire.SettleRequest(queue, seq_number, lock_token, reason, description)
+    )
 
 
-def defer(queue: str, seq: int, token: str) -> Call[wire.OkResponse, None]:
-    _check_token(token)
-    return _call(wire.DEFER, wire.SettleRequest(queue, seq, token), SAFE, _none)
+@verb(wire.DEFER, SAFE)
+def defer(queue: str, seq_number: int, lock_token: str) -> Steps[None]:
+    """Set a locked message aside; retrieve it with ``receive_deferred``."""
+    _check_token(lock_token)
+    yield from rpc(wire.DEFER, wire.SettleRequest(queue, seq_number, lock_token))
+
+
+@verb(wire.RENEW_BATCH, SAFE)
+def renew(queue: str, seq_number: int, lock_token: str) -> Steps[int]:
+    """Extend the lease; returns the deadline the broker committed (epoch ms)."""
+    _check_token(lock_token)
+    if not lock_token:
+        raise errors.LockLost("lock lost: empty lock token")
+    req = wire.RenewBatchRequest(queue, (wire.SettleItem(seq_number, lock_token),))
+    r = yield from rpc(wire.RENEW_BATCH, req)
+    if len(r.results) != 1 or not r.results[0].ok:
+        raise errors.LockLost(
+            f"lock lost on message {seq_number} in {queue!r}: wrong or expired token"
+        )
+    return r.results[0].locked_until_ms
 
 
 def _pairs(items: Sequence[tuple[int, str]]) -> tuple[wire.SettleItem, ...]:
@@ -254,94 +306,96 @@ def _pairs(items: Sequence[tuple[int, str]]) -> tuple[wire.SettleItem, ...]:
     return tuple(out)
 
 
-def complete_batch(
-    queue: str, items: Sequence[tuple[int, str]]
-) -> Call[wire.BatchResponse, list[BatchResult]]:
-    req = wire.BatchSettleRequest(queue, _pairs(items))
-    return _call(wire.COMPLETE_BATCH, req, SAFE, lambda r: list(r.results))
+@verb(wire.COMPLETE_BATCH, SAFE)
+def complete_batch(queue: str, items: Sequence[tuple[int, str]]) -> Steps[list[BatchResult]]:
+    """Complete many (seq, token) pairs in one transaction; per-item ``ok``."""
+    r = yield from rpc(wire.COMPLETE_BATCH, wire.CompleteBatchRequest(queue, _pairs(items)))
+    return r.values()
 
 
-def renew_batch(
-    queue: str, items: Sequence[tuple[int, str]]
-) -> Call[wire.BatchResponse, list[BatchResult]]:
-    req = wire.BatchSettleRequest(queue, _pairs(items))
-    return _call(wire.RENEW_BATCH, req, SAFE, lambda r: list(r.results))
-
-
-def renew(queue: str, seq: int, token: str) -> Call[wire.BatchResponse, int]:
-    """Renew answers only ``{"ok": true}``; the embedded ``renew`` returns the committed
-    deadline. A one-item RenewBatch is the same fenced statement and reports that
-    deadline, so it stands in for Renew (same permission, same effect)."""
-    _check_token(token)
-    if not token:
-        raise errors.LockLost("lock lost: empty lock token")
-    req = wire.BatchSettleRequest(queue, (wire.SettleItem(seq, token),))
-
-    def deadline(r: wire.BatchResponse) -> int:
-        if len(r.results) != 1 or not r.results[0].ok:
-            raise errors.LockLost(
-                f"lock lost on message {seq} in {queue!r}: wrong or expired token"
-            )
-        return r.results[0].locked_until_ms
-
-    return _call(wire.RENEW_BATCH, req, SAFE, deadline)
+@verb(wire.RENEW_BATCH, SAFE)
+def renew_batch(queue: str, items: Sequence[tuple[int, str]]) -> Steps[list[BatchResult]]:
+    """Renew up to 512 leases in ONE statement; ok only if still live after the write."""
+    r = yield from rpc(wire.RENEW_BATCH, wire.RenewBatchRequest(queue, _pairs(items)))
+    return r.values()
 
 
 # -- browse, dead letters, status -------------------------------------------------------
 
 
+@verb(wire.PEEK, SAFE)
 def peek(
-    queue: str, state: str | None, from_seq: int, max: int
-) -> Call[wire.MessagesResponse, list[Message]]:
+    queue: str, state: str | None = None, from_seq: int = 0, max: int = 0
+) -> Steps[list[Message]]:
+    """Browse without locking (never returns a lock token)."""
     if state is not None and not isinstance(state, str):
         raise errors.InvalidArgument("state must be a string")
-    req = wire.PeekRequest(queue, from_seq, state or "", max)
-    return _call(wire.PEEK, req, SAFE, lambda r: _with_queue(queue, r.messages))
+    req = wire.PeekRequest(queue, from_seq, state or "", max)  # type: ignore[arg-type]
+    r = yield from rpc(wire.PEEK, req)
+    return r.values(queue)
 
 
-def stats(queue: str) -> Call[Stats, Stats]:
-    return _call(wire.STATS, wire.StatsRequest(queue), SAFE, lambda r: r)
+@verb(wire.STATS, SAFE)
+def stats(queue: str) -> Steps[Stats]:
+    """Message counts by state and the age of the oldest active or locked message."""
+    r = yield from rpc(wire.STATS, wire.MetricsRequest(queue))
+    return r.value()
 
 
+@verb(wire.REDRIVE, UNSAFE)
 def redrive(
-    queue: str, target: str | None, max: int, older_than_ms: int, rate_per_sec: int
-) -> Call[wire.RedriveResponse, int]:
+    queue: str,
+    target: str | None = None,
+    max: int = 0,
+    older_than_ms: int = 0,
+    rate_per_sec: int = 0,
+) -> Steps[int]:
+    """Move dead letters back to active here, or into ``target``; returns moved count."""
     req = wire.RedriveRequest(queue, target or "", max, older_than_ms, rate_per_sec)
-    return _call(wire.REDRIVE, req, UNSAFE, lambda r: r.moved)
+    r = yield from rpc(wire.REDRIVE, req)
+    return r.moved
 
 
-def purge(queue: str, max: int, older_than_ms: int) -> Call[wire.PurgeResponse, int]:
-    req = wire.PurgeRequest(queue, max, older_than_ms)
-    return _call(wire.PURGE, req, UNSAFE, lambda r: r.purged)
+@verb(wire.PURGE, UNSAFE)
+def purge(queue: str, max: int = 0, older_than_ms: int = 0) -> Steps[int]:
+    """Delete dead letters (oldest first); both bounds zero purges the whole DLQ."""
+    r = yield from rpc(wire.PURGE, wire.PurgeRequest(queue, max, older_than_ms))
+    return r.purged
 
 
-def status() -> Call[wire.StatusResponse, wire.StatusResponse]:
-    return _call(wire.STATUS, wire.EmptyRequest(), SAFE, lambda r: r)
-
-
-def decode(call: Call[Any, R], body: bytes) -> R:
-    """Decode a 200 answer into the method's return value."""
-    return call.result(wire.decode_response(call.route, body))
+@verb(wire.STATUS, SAFE, embedded=False)
+def status() -> Steps[wire.StatusResponse]:
+    """A desensitized runtime snapshot (never a DSN or a token)."""
+    return (yield from rpc(wire.STATUS, wire.EmptyRequest()))
 
 
 # -- access keys ------------------------------------------------------------------------
 
 
+@verb(wire.CREATE_KEY, UNSAFE)
 def create_key(
-    id: str, name: str, permissions: Sequence[str], expires_at_ms: int
-) -> Call[wire.CreateKeyResponse, tuple[AccessKey, str]]:
+    id: str, name: str, permissions: Sequence[str], expires_at_ms: int = 0
+) -> Steps[tuple[AccessKey, str]]:
+    """Issue a key under your retained ``id`` (``mqlite.generate_key_id()``).
+
+    Never retried once sent: after an ambiguous failure, reconcile by ``id``."""
     if isinstance(permissions, str | bytes) or not isinstance(permissions, Sequence):
         raise errors.InvalidArgument("permissions must be a list of strings")
-    req = wire.CreateKeyRequest(id, name, tuple(permissions), expires_at_ms)
-    return _call(wire.CREATE_KEY, req, UNSAFE, lambda r: (r.key, r.token))
+    req = wire.CreateKeyRequest(id, name, tuple(permissions), expires_at_ms)  # type: ignore[arg-type]
+    r = yield from rpc(wire.CREATE_KEY, req)
+    return r.key.value(), r.token
 
 
+@verb(wire.LIST_KEYS, SAFE)
 def list_keys(
-    after_id: str, limit: int, sort: str
-) -> Call[wire.ListKeysResponse, tuple[list[AccessKey], str]]:
-    req = wire.ListKeysRequest(after_id, limit, sort)
-    return _call(wire.LIST_KEYS, req, SAFE, lambda r: (list(r.keys), r.next_after_id))
+    after_id: str = "", limit: int = 100, sort: str = "id_asc"
+) -> Steps[tuple[list[AccessKey], str]]:
+    """A page of key metadata and the cursor of the next one ("" on the last page)."""
+    r = yield from rpc(wire.LIST_KEYS, wire.ListKeysRequest(after_id, limit, sort))  # type: ignore[arg-type]
+    return r.values()
 
 
-def revoke_key(id: str) -> Call[wire.OkResponse, None]:
-    return _call(wire.REVOKE_KEY, wire.RevokeKeyRequest(id), SAFE, _none)
+@verb(wire.REVOKE_KEY, SAFE)
+def revoke_key(id: str) -> Steps[None]:
+    """Revoke an access key (revoking again succeeds)."""
+    yield from rpc(wire.REVOKE_KEY, wire.RevokeKeyRequest(id))

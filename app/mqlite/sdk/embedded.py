@@ -10,7 +10,7 @@ store and catalog stay private; tests reach them through ``mqlite.testing``.
 from __future__ import annotations
 
 import os
-from collections.abc import Iterator, Sequence
+from collections.abc import Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
@@ -23,17 +23,7 @@ from mqlite.engine import backup as snapshots
 from mqlite.engine.backup import DatabaseFacts, Progress, Snapshot
 from mqlite.engine.store import parse_dsn
 from mqlite.scheduling import MaintenanceScheduler
-from mqlite.types import (
-    AccessKey,
-    BatchResult,
-    FilterTestResult,
-    Message,
-    OutMessage,
-    QueueConfig,
-    QueueInfo,
-    Stats,
-    Subscription,
-)
+from mqlite.sdk.embedded_methods import EmbeddedMethods
 from mqlite.version import VERSION as __version__
 from mqlite.wire import StatusResponse
 
@@ -64,8 +54,14 @@ class VacuumResult:
     after_bytes: int
 
 
-class EmbeddedClient:
-    """An in-process broker on one SQLite file (or ``:memory:``). Thread-safe."""
+class EmbeddedClient(EmbeddedMethods):
+    """An in-process broker on one SQLite file (or ``:memory:``). Thread-safe.
+
+    The verbs come from ``EmbeddedMethods`` (generated from the one call table, each a
+    forwarder to the private engine); this class adds only what is embedded-only.
+    """
+
+    _engine: Engine
 
     def __init__(
         self,
@@ -104,128 +100,6 @@ class EmbeddedClient:
     def __repr__(self) -> str:
         return f"EmbeddedClient({self._engine.store.location.path or ':memory:'!r})"
 
-    # -- queues ---------------------------------------------------------------------------
-
-    def create_queue(self, name: str, config: QueueConfig | None = None) -> QueueInfo:
-        return self._engine.create_queue(name, config)
-
-    def list_queues(self) -> list[QueueInfo]:
-        return self._engine.list_queues()
-
-    def get_queue(self, name: str) -> QueueInfo:
-        return self._engine.get_queue(name)
-
-    def delete_queue(self, name: str, generation: str | None = None) -> None:
-        self._engine.delete_queue(name, generation)
-
-    # -- topics ---------------------------------------------------------------------------
-
-    def subscribe(self, topic: str, name: str, expr: str | None = "") -> QueueInfo:
-        return self._engine.subscribe(topic, name, expr)
-
-    def unsubscribe(self, topic: str, name: str) -> None:
-        self._engine.unsubscribe(topic, name)
-
-    def list_subscriptions(self) -> list[Subscription]:
-        return self._engine.list_subscriptions()
-
-    def test_filter(
-        self,
-        expr: str,
-        sample: OutMessage | None = None,
-        enqueued_at_ms: int | None = None,
-        visible_at_ms: int | None = None,
-    ) -> FilterTestResult:
-        return self._engine.test_filter(expr, sample, enqueued_at_ms, visible_at_ms)
-
-    # -- send -----------------------------------------------------------------------------
-
-    def send(
-        self, queue: str, messages: Sequence[OutMessage], ttl_ms: int | None = None
-    ) -> list[int]:
-        return self._engine.send(queue, messages, ttl_ms)
-
-    def send_one(self, queue: str, message: OutMessage, ttl_ms: int | None = None) -> int:
-        return self._engine.send_one(queue, message, ttl_ms)
-
-    def schedule(
-        self,
-        queue: str,
-        messages: Sequence[OutMessage],
-        at_ms: int,
-        ttl_ms: int | None = None,
-    ) -> list[int]:
-        return self._engine.schedule(queue, messages, at_ms, ttl_ms)
-
-    def cancel(self, queue: str, seq_number: int) -> None:
-        self._engine.cancel(queue, seq_number)
-
-    # -- receive and settle ---------------------------------------------------------------
-
-    def receive(
-        self,
-        queue: str,
-        max_messages: int = 1,
-        wait_ms: int = 0,
-        mode: str = "peek_lock",
-        attempt_id: str | None = None,
-    ) -> list[Message]:
-        return self._engine.receive(queue, max_messages, wait_ms, mode, attempt_id)
-
-    def receive_deferred(self, queue: str, seq_numbers: Sequence[int]) -> list[Message]:
-        return self._engine.receive_deferred(queue, seq_numbers)
-
-    def complete(self, queue: str, seq_number: int, lock_token: str) -> None:
-        self._engine.complete(queue, seq_number, lock_token)
-
-    def abandon(self, queue: str, seq_number: int, lock_token: str, delay_ms: int = 0) -> None:
-        self._engine.abandon(queue, seq_number, lock_token, delay_ms)
-
-    def reject(
-        self,
-        queue: str,
-        seq_number: int,
-        lock_token: str,
-        reason: str = "",
-        description: str = "",
-    ) -> None:
-        self._engine.reject(queue, seq_number, lock_token, reason, description)
-
-    def defer(self, queue: str, seq_number: int, lock_token: str) -> None:
-        self._engine.defer(queue, seq_number, lock_token)
-
-    def renew(self, queue: str, seq_number: int, lock_token: str) -> int:
-        return self._engine.renew(queue, seq_number, lock_token)
-
-    def complete_batch(self, queue: str, items: Sequence[tuple[int, str]]) -> list[BatchResult]:
-        return self._engine.complete_batch(queue, items)
-
-    def renew_batch(self, queue: str, items: Sequence[tuple[int, str]]) -> list[BatchResult]:
-        return self._engine.renew_batch(queue, items)
-
-    # -- browse, dead letters, status -----------------------------------------------------
-
-    def peek(
-        self, queue: str, state: str | None = None, from_seq: int = 0, max: int = 0
-    ) -> list[Message]:
-        return self._engine.peek(queue, state, from_seq, max)
-
-    def stats(self, queue: str) -> Stats:
-        return self._engine.stats(queue)
-
-    def redrive(
-        self,
-        queue: str,
-        target: str | None = None,
-        max: int = 0,
-        older_than_ms: int = 0,
-        rate_per_sec: int = 0,
-    ) -> int:
-        return self._engine.redrive(queue, target, max, older_than_ms, rate_per_sec)
-
-    def purge(self, queue: str, max: int = 0, older_than_ms: int = 0) -> int:
-        return self._engine.purge(queue, max, older_than_ms)
-
     def status(self) -> StatusResponse:
         """The same ``StatusResponse`` a broker answers: ``auth`` is False (in-process
         access is trusted) and ``uptime_ms`` counts from this client's opening."""
@@ -238,21 +112,6 @@ class EmbeddedClient:
             ping_ms=round(ping) if isinstance(ping, int | float) else -1,
             **snapshot,  # type: ignore[arg-type]
         )
-
-    # -- access keys ----------------------------------------------------------------------
-
-    def create_key(
-        self, id: str, name: str, permissions: Sequence[str], expires_at_ms: int = 0
-    ) -> tuple[AccessKey, str]:
-        return self._engine.create_key(id, name, permissions, expires_at_ms)
-
-    def list_keys(
-        self, after_id: str = "", limit: int = 100, sort: str = "id_asc"
-    ) -> tuple[list[AccessKey], str]:
-        return self._engine.list_keys(after_id, limit, sort)
-
-    def revoke_key(self, id: str) -> None:
-        self._engine.revoke_key(id)
 
     # -- embedded-only extras -------------------------------------------------------------
 

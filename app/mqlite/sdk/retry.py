@@ -17,12 +17,9 @@ code ``unavailable``) and a 503 as the broker's own error.
 from __future__ import annotations
 
 import random
-import re
 from dataclasses import dataclass
 
 from mqlite import errors
-
-_QUEUE_NOT_FOUND = re.compile(r"^(?:target )?queue\b.*\bnot found\b")
 
 
 @dataclass(frozen=True, slots=True)
@@ -42,18 +39,6 @@ class RetryPolicy:
         """Seconds to wait before retry number ``retry`` (0-based)."""
         bound = min(self.max_backoff_ms, self.base_ms * (2**retry))
         return random.uniform(0, bound) / 1000.0
-
-
-NO_RETRY = RetryPolicy(attempts=1)
-
-
-def refine(err: errors.MQLiteError) -> errors.MQLiteError:
-    """The wire has one ``not_found`` code; the engine raises its ``QueueNotFound``
-    subclass for an unknown queue. Recover that class from the broker's message so that
-    remote and embedded callers see the same exception type."""
-    if type(err) is errors.NotFound and _QUEUE_NOT_FOUND.match(err.message):
-        return errors.QueueNotFound(err.message)
-    return err
 
 
 def unavailable(what: str, exc: BaseException, *, sent: bool) -> errors.MQLiteError:

@@ -1,7 +1,8 @@
 """One function per RPC: decoded request → engine call on the writer thread → response value.
 
 Handlers hold no SQL and no encoding: the engine validates and decides, ``mqlite.wire``
-encodes. Each records what the access log may show (queue, item count), never a body.
+encodes (each response Struct's ``of`` builds it from the engine's values). Each records
+what the access log may show (queue, item count), never a body.
 """
 
 from __future__ import annotations
@@ -69,10 +70,10 @@ async def send(ctx: Context, req: w.SendRequest) -> Any:
     run = asyncio.to_thread if engine.has_filters(req.queue) else ctx.call
     if req.scheduled_enqueue_time_ms > 0:
         seqs = await run(
-            engine.schedule, req.queue, req.messages, req.scheduled_enqueue_time_ms, ttl
+            engine.schedule, req.queue, req.out_messages(), req.scheduled_enqueue_time_ms, ttl
         )
     else:
-        seqs = await run(engine.send, req.queue, req.messages, ttl)
+        seqs = await run(engine.send, req.queue, req.out_messages(), ttl)
     return w.SendResponse(tuple(seqs))
 
 
@@ -99,7 +100,7 @@ async def receive(ctx: Context, req: w.ReceiveRequest) -> Any:
     ctx.log["n"] = len(msgs)
     if not msgs:
         ctx.log["empty_receive"] = True
-    return w.MessagesResponse(tuple(msgs))
+    return w.ReceiveResponse.of(msgs)
 
 
 async def _watch_disconnect(receive: Receive, disconnected: asyncio.Event) -> None:
@@ -117,7 +118,7 @@ def _plain_settle(verb: str) -> Handler:
     async def handler(ctx: Context, req: w.SettleRequest) -> Any:
         ctx.log.update(queue=req.queue, seq=req.seq_number)
         await ctx.call(getattr(ctx.engine, verb), req.queue, req.seq_number, req.lock_token)
-        return w.OkResponse()
+        return w.SettleResponse()
 
     return handler
 
@@ -130,7 +131,7 @@ for _verb in ("Complete", "Defer", "Renew"):
 async def abandon(ctx: Context, req: w.SettleRequest) -> Any:
     ctx.log.update(queue=req.queue, seq=req.seq_number)
     await ctx.call(ctx.engine.abandon, req.queue, req.seq_number, req.lock_token, req.delay_ms)
-    return w.OkResponse()
+    return w.SettleResponse()
 
 
 @rpc("QueueService/Reject")
@@ -144,35 +145,35 @@ async def reject(ctx: Context, req: w.SettleRequest) -> Any:
         req.dead_letter_reason,
         req.dead_letter_description,
     )
-    return w.OkResponse()
+    return w.SettleResponse()
 
 
 @rpc("QueueService/CompleteBatch")
-async def complete_batch(ctx: Context, req: w.BatchSettleRequest) -> Any:
+async def complete_batch(ctx: Context, req: w.CompleteBatchRequest) -> Any:
     ctx.log.update(queue=req.queue, n=len(req.messages))
     pairs = [(m.seq_number, m.lock_token) for m in req.messages]
-    return w.BatchResponse(tuple(await ctx.call(ctx.engine.complete_batch, req.queue, pairs)))
+    return w.CompleteBatchResponse.of(await ctx.call(ctx.engine.complete_batch, req.queue, pairs))
 
 
 @rpc("QueueService/RenewBatch")
-async def renew_batch(ctx: Context, req: w.BatchSettleRequest) -> Any:
+async def renew_batch(ctx: Context, req: w.RenewBatchRequest) -> Any:
     ctx.log.update(queue=req.queue, n=len(req.messages))
     pairs = [(m.seq_number, m.lock_token) for m in req.messages]
-    return w.BatchResponse(tuple(await ctx.call(ctx.engine.renew_batch, req.queue, pairs)))
+    return w.RenewBatchResponse.of(await ctx.call(ctx.engine.renew_batch, req.queue, pairs))
 
 
 @rpc("QueueService/ReceiveDeferred")
 async def receive_deferred(ctx: Context, req: w.ReceiveDeferredRequest) -> Any:
     ctx.log.update(queue=req.queue, n=len(req.seq_numbers))
     msgs = await ctx.call(ctx.engine.receive_deferred, req.queue, list(req.seq_numbers))
-    return w.MessagesResponse(tuple(msgs))
+    return w.ReceiveResponse.of(msgs)
 
 
 @rpc("QueueService/Cancel")
 async def cancel(ctx: Context, req: w.CancelRequest) -> Any:
     ctx.log.update(queue=req.queue, seq=req.seq_number)
     await ctx.call(ctx.engine.cancel, req.queue, req.seq_number)
-    return w.OkResponse()
+    return w.SettleResponse()
 
 
 @rpc("QueueService/Peek")
@@ -180,13 +181,13 @@ async def peek(ctx: Context, req: w.PeekRequest) -> Any:
     ctx.log["queue"] = req.queue
     msgs = await ctx.call(ctx.engine.peek, req.queue, req.state or None, req.from_seq, req.max)
     ctx.log["n"] = len(msgs)
-    return w.MessagesResponse(tuple(msgs))
+    return w.PeekResponse.of(msgs)
 
 
 @rpc("QueueService/Stats")
-async def stats(ctx: Context, req: w.StatsRequest) -> Any:
+async def stats(ctx: Context, req: w.MetricsRequest) -> Any:
     ctx.log["queue"] = req.queue
-    return await ctx.call(ctx.engine.stats, req.queue)
+    return w.MetricsResponse.of(await ctx.call(ctx.engine.stats, req.queue))
 
 
 # -- AdminService -------------------------------------------------------------------------
@@ -195,7 +196,7 @@ async def stats(ctx: Context, req: w.StatsRequest) -> Any:
 @rpc("AdminService/CreateQueue")
 async def create_queue(ctx: Context, req: w.CreateQueueRequest) -> Any:
     ctx.log["queue"] = req.name
-    await ctx.call(ctx.engine.create_queue, req.name, req.config)
+    await ctx.call(ctx.engine.create_queue, req.name, req.queue_config)
     return w.EmptyResponse()
 
 
@@ -222,24 +223,25 @@ async def unsubscribe(ctx: Context, req: w.UnsubscribeRequest) -> Any:
 
 @rpc("AdminService/ListQueues")
 async def list_queues(ctx: Context, _: w.EmptyRequest) -> Any:
-    return w.ListQueuesResponse(tuple(await ctx.call(ctx.engine.list_queues)))
+    return w.ListQueuesResponse.of(await ctx.call(ctx.engine.list_queues))
 
 
 @rpc("AdminService/ListSubscriptions")
 async def list_subscriptions(ctx: Context, _: w.EmptyRequest) -> Any:
-    return w.ListSubscriptionsResponse(tuple(await ctx.call(ctx.engine.list_subscriptions)))
+    return w.ListSubscriptionsResponse.of(await ctx.call(ctx.engine.list_subscriptions))
 
 
 @rpc("AdminService/TestFilter")
 async def test_filter(ctx: Context, req: w.TestFilterRequest) -> Any:
     # Pure CPU, no storage: a worker thread, so neither the loop nor the writer waits on it.
-    return await asyncio.to_thread(
+    result = await asyncio.to_thread(
         ctx.engine.test_filter,
         req.expr,
         req.message,
         req.enqueued_at_ms or None,
         req.visible_at_ms or None,
     )
+    return w.TestFilterResponse.of(result)
 
 
 @rpc("AdminService/Redrive")
@@ -293,7 +295,7 @@ async def create_key(ctx: Context, req: w.CreateKeyRequest) -> Any:
     key, token = await ctx.call(
         ctx.engine.create_key, req.id, req.name, list(req.permissions), req.expires_at_ms
     )
-    return w.CreateKeyResponse(key, token)
+    return w.CreateKeyResponse.of(key, token)
 
 
 @rpc("AuthService/ListKeys")
@@ -301,10 +303,10 @@ async def list_keys(ctx: Context, req: w.ListKeysRequest) -> Any:
     keys, next_after = await ctx.call(
         ctx.engine.list_keys, req.after_id, req.limit, req.sort or "id_asc"
     )
-    return w.ListKeysResponse(tuple(keys), next_after)
+    return w.ListKeysResponse.of(keys, next_after)
 
 
 @rpc("AuthService/RevokeKey")
 async def revoke_key(ctx: Context, req: w.RevokeKeyRequest) -> Any:
     await ctx.call(ctx.engine.revoke_key, req.id)
-    return w.OkResponse()
+    return w.SettleResponse()

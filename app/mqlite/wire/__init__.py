@@ -1,163 +1,65 @@
-"""The HTTP wire contract, shared by the server and the HTTP SDK (stdlib + leaves only).
+"""The HTTP wire contract, shared by the server and the HTTP SDK (leaves + msgspec only).
 
-- ``routes``: ``ROUTES`` (discovery order), ``ROUTES_BY_PATH`` and one typed ``Route``
-  constant per RPC, each with its permission and request/response shapes.
-- ``api``: ``decode_request`` (strict; ``InvalidArgument``), ``encode_response``,
-  ``encode_request``, ``decode_response`` (lenient).
+Each JSON object is declared ONCE, as a ``msgspec.Struct``; everything else is derived:
+
+- ``queue_service`` / ``admin_service`` / ``auth_service``: one block per RPC, its
+  request and response Structs (field order = JSON key order, a ``Doc`` per field, with
+  ``of``/``value`` conversions to ``mqlite.types`` values) and its typed ``Route``
+  constant (path, permission, summary); ``messages``: the Message views they share.
+- ``routes``: ``ROUTES`` (discovery order) and ``ROUTES_BY_PATH``.
+- ``codec``: ``decode_request`` (strict; ``InvalidArgument``), ``encode_response``,
+  ``encode_request``, ``decode_response`` (lenient); ``explain`` renders the exact error.
 - ``envelope``: ``error_body`` / ``error_from_response`` (the same class both sides).
-- ``openapi``: ``openapi_document(version)`` generated from the same shapes.
-- ``requests`` / ``responses``: the request and response values.
+- ``openapi``: ``openapi_document(version)`` from the same Structs.
 """
 
-from .api import decode_request, decode_response, encode_request, encode_response
+from . import admin_service, auth_service, queue_service
+from .admin_service import *  # noqa: F403 (each service module lists its __all__)
+from .auth_service import *  # noqa: F403
+from .base import PATH_PREFIX, Route
+from .codec import (
+    decode_request,
+    decode_response,
+    dumps,
+    encode_request,
+    encode_response,
+    json_object,
+)
 from .envelope import BY_STATUS, error_body, error_from_response
-from .messages import PEEKED_MESSAGE, RECEIVED_MESSAGE, SampleMessage
+from .messages import MessageJSON, PeekedMessage, ReceivedMessage, SampleMessage, out_messages
 from .openapi import openapi_document
-from .requests import (
-    BatchSettleRequest,
-    CancelRequest,
-    CreateKeyRequest,
-    CreateQueueRequest,
-    DeleteQueueRequest,
-    EmptyRequest,
-    ListKeysRequest,
-    PeekRequest,
-    PurgeRequest,
-    ReceiveDeferredRequest,
-    ReceiveRequest,
-    RedriveRequest,
-    RevokeKeyRequest,
-    SendRequest,
-    SettleItem,
-    SettleRequest,
-    StatsRequest,
-    SubscribeRequest,
-    TestFilterRequest,
-    UnsubscribeRequest,
-)
-from .responses import (
-    BatchResponse,
-    CreateKeyResponse,
-    DeleteQueueResponse,
-    EmptyResponse,
-    ListKeysResponse,
-    ListQueuesResponse,
-    ListSubscriptionsResponse,
-    MessagesResponse,
-    OkResponse,
-    PurgeResponse,
-    RedriveResponse,
-    SendResponse,
-    StatusResponse,
-)
-from .routes import (
-    ABANDON,
-    CANCEL,
-    COMPLETE,
-    COMPLETE_BATCH,
-    CREATE_KEY,
-    CREATE_QUEUE,
-    DEFER,
-    DELETE_QUEUE,
-    LIST_KEYS,
-    LIST_QUEUES,
-    LIST_SUBSCRIPTIONS,
-    PATH_PREFIX,
-    PEEK,
-    PURGE,
-    RECEIVE,
-    RECEIVE_DEFERRED,
-    REDRIVE,
-    REJECT,
-    RENEW,
-    RENEW_BATCH,
-    REVOKE_KEY,
-    ROUTES,
-    ROUTES_BY_PATH,
-    SCHEDULE,
-    SEND,
-    STATS,
-    STATUS,
-    SUBSCRIBE,
-    TEST_FILTER,
-    UNSUBSCRIBE,
-    Route,
-)
+from .queue_info import QueueConfigJSON, QueueInfoJSON
+from .queue_service import *  # noqa: F403
+from .queue_service import SettleResponse
+from .routes import ROUTES, ROUTES_BY_PATH
+
+# ``{"ok": true}`` answers (the settle verbs, Cancel, RevokeKey) under their older name.
+OkResponse = SettleResponse
 
 __all__ = [
-    "ABANDON",
     "BY_STATUS",
-    "CANCEL",
-    "COMPLETE",
-    "COMPLETE_BATCH",
-    "CREATE_KEY",
-    "CREATE_QUEUE",
-    "DEFER",
-    "DELETE_QUEUE",
-    "LIST_KEYS",
-    "LIST_QUEUES",
-    "LIST_SUBSCRIPTIONS",
     "PATH_PREFIX",
-    "PEEK",
-    "PEEKED_MESSAGE",
-    "PURGE",
-    "RECEIVE",
-    "RECEIVED_MESSAGE",
-    "RECEIVE_DEFERRED",
-    "REDRIVE",
-    "REJECT",
-    "RENEW",
-    "RENEW_BATCH",
-    "REVOKE_KEY",
     "ROUTES",
     "ROUTES_BY_PATH",
-    "SCHEDULE",
-    "SEND",
-    "STATS",
-    "STATUS",
-    "SUBSCRIBE",
-    "TEST_FILTER",
-    "UNSUBSCRIBE",
-    "BatchResponse",
-    "BatchSettleRequest",
-    "CancelRequest",
-    "CreateKeyRequest",
-    "CreateKeyResponse",
-    "CreateQueueRequest",
-    "DeleteQueueRequest",
-    "DeleteQueueResponse",
-    "EmptyRequest",
-    "EmptyResponse",
-    "ListKeysRequest",
-    "ListKeysResponse",
-    "ListQueuesResponse",
-    "ListSubscriptionsResponse",
-    "MessagesResponse",
+    "MessageJSON",
     "OkResponse",
-    "PeekRequest",
-    "PurgeRequest",
-    "PurgeResponse",
-    "ReceiveDeferredRequest",
-    "ReceiveRequest",
-    "RedriveRequest",
-    "RedriveResponse",
-    "RevokeKeyRequest",
+    "PeekedMessage",
+    "QueueConfigJSON",
+    "QueueInfoJSON",
+    "ReceivedMessage",
     "Route",
     "SampleMessage",
-    "SendRequest",
-    "SendResponse",
-    "SettleItem",
-    "SettleRequest",
-    "StatsRequest",
-    "StatusResponse",
-    "SubscribeRequest",
-    "TestFilterRequest",
-    "UnsubscribeRequest",
     "decode_request",
     "decode_response",
+    "dumps",
     "encode_request",
     "encode_response",
     "error_body",
     "error_from_response",
+    "json_object",
     "openapi_document",
+    "out_messages",
 ]
+__all__ += queue_service.__all__
+__all__ += admin_service.__all__
+__all__ += auth_service.__all__

@@ -1,9 +1,12 @@
-"""The error envelope ``{"code": ..., "message": ...}`` in both directions.
+"""The error envelope ``{"code": ..., "message": ..., "reason": ...}`` in both directions.
 
 The server writes ``error_body(exc)`` with ``exc.http_status``; the SDK turns any non-200
-answer back into the same ``MQLiteError`` class via ``errors.BY_CODE`` (falling back on
-the HTTP status when the body is not an envelope, e.g. from a proxy), so embedded and
-remote callers catch the same exceptions.
+answer back into the same ``MQLiteError`` class via ``errors.BY_CODE``, refined by
+``errors.BY_REASON`` when the envelope names a reason (``QueueNotFound`` travels as
+``not_found`` + ``queue_not_found``). ``reason`` is additive: the original broker never
+sends it (its envelopes map to the code's class) and its clients ignore it. A body that
+is not an envelope (a proxy's page) falls back on the HTTP status. Embedded and remote
+callers catch the same exceptions.
 """
 
 from __future__ import annotations
@@ -15,7 +18,7 @@ from types import MappingProxyType
 from mqlite import errors
 from mqlite.errors import MQLiteError
 
-from .api import dumps
+from .codec import dumps
 
 # HTTP status -> class when the body carries no known code. 409 is deliberately absent:
 # it has six meanings, and guessing one would let a caller "handle" the wrong conflict.
@@ -37,13 +40,18 @@ _SNIPPET = 200
 
 
 def error_body(exc: MQLiteError) -> bytes:
-    """The JSON envelope for ``exc`` (send it with ``exc.http_status``), newline-terminated."""
-    return dumps({"code": exc.code, "message": exc.message})
+    """The JSON envelope for ``exc`` (send it with ``exc.http_status``), newline-terminated.
+
+    ``reason`` is written only for a subclass the receiving SDK can rebuild from it."""
+    envelope = {"code": exc.code, "message": exc.message}
+    if exc.reason and errors.BY_REASON.get(exc.reason) is type(exc):
+        envelope["reason"] = exc.reason
+    return dumps(envelope)
 
 
 def error_from_response(status: int, body: bytes) -> MQLiteError:
     """Rebuild the error a broker answered with ``status`` and ``body``."""
-    code = message = ""
+    code = message = reason = ""
     try:
         value = json.loads(body)
     except (ValueError, RecursionError):
@@ -53,7 +61,12 @@ def error_from_response(status: int, body: bytes) -> MQLiteError:
             code = value["code"]
         if isinstance(value.get("message"), str):
             message = value["message"]
+        if isinstance(value.get("reason"), str):
+            reason = value["reason"]
     cls = errors.BY_CODE.get(code) or BY_STATUS.get(status) or errors.Internal
+    refined = errors.BY_REASON.get(reason)
+    if refined is not None and refined.code == code:
+        cls = refined
     if not message and code not in errors.BY_CODE:
         text = body[:_SNIPPET].decode("utf-8", "replace").strip()
         message = f"HTTP {status}" + (f": {text}" if text else "")

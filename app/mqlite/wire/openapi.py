@@ -1,21 +1,26 @@
-"""The OpenAPI 3.1 document, generated from the route table and shapes (never by hand).
+"""The OpenAPI 3.1 document, generated from the route table and its Structs (never by hand).
 
-Request schemas are closed (``additionalProperties: false``) and list exactly the fields
-``decode_request`` requires; response schemas list as required exactly the fields the
-encoder always emits, so a schema-driven fuzzer (Schemathesis) checks the real contract.
+``msgspec.json.schema_components`` gives the component schemas from the same Structs the
+codec uses: request schemas are closed (``additionalProperties: false``) and require
+exactly the fields ``decode_request`` requires; response schemas require exactly the
+fields the encoder always emits (every field of a ``Snapshot``), so a schema-driven
+fuzzer (Schemathesis) checks the real contract. Field docs become ``description``s.
 """
 
 from __future__ import annotations
 
 import copy
+import json
 from collections import defaultdict
+from functools import cache
 from typing import Any
+
+import msgspec
 
 from mqlite import errors
 
-from .routes import ROUTES, Route
-from .shape import Obj, Shape
-from .values import List, WireType
+from .base import Route, Snapshot
+from .routes import ROUTES
 
 OPENAPI_VERSION = "3.1.0"
 
@@ -37,6 +42,11 @@ _ERROR = {
     "properties": {
         "code": {"type": "string", "enum": sorted(errors.BY_CODE)},
         "message": {"type": "string"},
+        "reason": {
+            "type": "string",
+            "enum": sorted(errors.BY_REASON),
+            "description": "refines the code where two errors share it (absent otherwise)",
+        },
     },
     "required": ["code", "message"],
     "description": "The error envelope of every non-2xx answer.",
@@ -68,20 +78,36 @@ def _json(schema: dict[str, Any], description: str) -> dict[str, Any]:
     return {"description": description, "content": {"application/json": {"schema": schema}}}
 
 
-def _collect(shape: Shape[Any], into: dict[str, Shape[Any]]) -> None:
-    """Register ``shape`` and every shape nested in it under their unique names."""
-    seen = into.get(shape.name)
-    if seen is shape:
-        return
-    if seen is not None:
-        raise ValueError(f"two different shapes are both named {shape.name!r}")
-    into[shape.name] = shape
-    for f in shape.fields:
-        t: WireType = f.type
-        while isinstance(t, List):
-            t = t.item
-        if isinstance(t, Obj):
-            _collect(t.shape, into)
+_REF = "#/components/schemas/{name}"
+
+
+@cache
+def _components() -> dict[str, Any]:
+    """Every Struct reachable from the routes, as OpenAPI component schemas."""
+    types = [t for route in ROUTES for t in (route.request, route.response)]
+    _, components = msgspec.json.schema_components(types, ref_template=_REF)
+    snapshots = {cls.__name__: cls for cls in _subclasses(Snapshot)}
+    for name, schema in components.items():
+        schema.pop("title", None)
+        cls = snapshots.get(name)
+        if cls is not None:  # every field is always emitted
+            schema["required"] = [f.encode_name for f in _fields(cls)]
+        if not schema.get("required"):
+            schema.pop("required", None)
+    # JSON-plain (tuple defaults become lists), as the document is served
+    plain: dict[str, Any] = json.loads(json.dumps(components))
+    return plain
+
+
+def _subclasses(cls: type[Any]) -> list[type[Any]]:
+    out = []
+    for sub in cls.__subclasses__():
+        out += [sub, *_subclasses(sub)]
+    return out
+
+
+def _fields(cls: type[msgspec.Struct]) -> tuple[msgspec.structs.FieldInfo, ...]:
+    return msgspec.structs.fields(cls)
 
 
 def _error_responses() -> dict[str, Any]:
@@ -104,19 +130,16 @@ def _operation(route: Route[Any, Any]) -> dict[str, Any]:
         "x-mqlite-permission": route.permission.value,
         "requestBody": {
             "required": not route.body_optional,
-            "content": {"application/json": {"schema": _ref(route.request.name)}},
+            "content": {"application/json": {"schema": _ref(route.request.__name__)}},
         },
-        "responses": {"200": _json(_ref(route.response.name), "OK"), **_error_responses()},
+        "responses": {"200": _json(_ref(route.response.__name__), "OK"), **_error_responses()},
     }
 
 
 def openapi_document(version: str) -> dict[str, Any]:
     """The broker's API as an OpenAPI 3.1 document (a fresh dict on every call)."""
-    shapes: dict[str, Shape[Any]] = {}
     paths: dict[str, Any] = {}
     for route in ROUTES:
-        _collect(route.request, shapes)
-        _collect(route.response, shapes)
         paths[route.path] = {"post": _operation(route)}
     paths["/"] = {
         "get": {
@@ -141,7 +164,8 @@ def openapi_document(version: str) -> dict[str, Any]:
             },
         }
     }
-    schemas: dict[str, Any] = {name: shapes[name].schema() for name in sorted(shapes)}
+    components = _components()
+    schemas: dict[str, Any] = {name: copy.deepcopy(components[name]) for name in sorted(components)}
     schemas["Error"] = copy.deepcopy(_ERROR)
     schemas["DiscoveryCard"] = copy.deepcopy(_DISCOVERY)
     return {

@@ -1,10 +1,12 @@
-"""Strict JSON parsing of a request body: exactly one well-formed JSON value.
+"""Strict JSON parsing of a request body for the slow path (``codec._explain``).
 
-The stdlib C scanner does the work; the hooks below add what Go's decoder (or our
-contract) demands on top of it: no ``NaN``/``Infinity``, no trailing data, duplicate keys
-flagged (reported with their path by the shape decoder), valid UTF-8, no unpaired UTF-16
-surrogate escapes (they could never be stored), and nesting depth errors as a 400 instead
-of a ``RecursionError``. Every failure is ``InvalidArgument`` with a precise message.
+msgspec refused the body, or could not be shown free of repeated keys: this parse says
+exactly why, in the words the contract pins. The stdlib C scanner does the work; the
+hooks below add what Go's decoder (or our contract) demands on top of it: no
+``NaN``/``Infinity``, no trailing data, duplicate keys flagged (reported with their path
+by ``explain``), valid UTF-8, no unpaired UTF-16 surrogate escapes (they could never be
+stored), and nesting depth errors as a 400 instead of a ``RecursionError``. Every
+failure is ``InvalidArgument`` with a precise message.
 """
 
 from __future__ import annotations
@@ -15,14 +17,18 @@ from typing import Any
 
 from mqlite.errors import InvalidArgument
 
-from .values import DupDict
-
 EMPTY_BODY = "empty request body (want a JSON object)"
 TRAILING_DATA = "unexpected data after JSON body (want a single object)"
 
 _WS = re.compile(r"[ \t\n\r]*")
 # A \uD800-\uDFFF escape: only then can a decoded string hold a lone surrogate.
 _SURROGATE_ESCAPE = re.compile(r"\\u[dD][89a-fA-F]")
+
+
+class DupDict(dict[str, Any]):
+    """A parsed JSON object that repeated a key; the walker reports it with its path."""
+
+    dup: str = ""
 
 
 class _Constant(ValueError):

@@ -51,7 +51,7 @@ def create(ctx: Context) -> int:
             f"create key {key_id}: {exc.message} (keep this id to reconcile an unknown outcome)"
         ) from None
     if ctx.out.json:
-        ctx.out.wire(wire.CREATE_KEY, wire.CreateKeyResponse(key, token))
+        ctx.out.wire(wire.CREATE_KEY, wire.CreateKeyResponse.of(key, token))
         return 0
     _describe(ctx, key)
     ctx.out.line(f"token:       {token}")
@@ -72,7 +72,7 @@ def list_keys(ctx: Context) -> int:
     g = ctx.args
     keys, next_after = ctx.client.list_keys(g.after_id, g.limit, g.sort)
     if ctx.out.json:
-        ctx.out.wire(wire.LIST_KEYS, wire.ListKeysResponse(tuple(keys), next_after))
+        ctx.out.wire(wire.LIST_KEYS, wire.ListKeysResponse.of(keys, next_after))
         return 0
     if not keys:
         ctx.out.line("no keys")

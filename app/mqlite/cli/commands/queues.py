@@ -11,7 +11,6 @@ from mqlite.cli import args as a
 from mqlite.cli.context import Context, Failure, UsageError
 from mqlite.cli.output import ms_text
 from mqlite.types import FilterTestResult, OrderingMode, OutMessage, QueueConfig, Stats
-from mqlite.wire.response_shapes import QUEUE_INFO
 
 
 def register(sub: Any, common: argparse.ArgumentParser) -> None:
@@ -79,7 +78,9 @@ def create_queue(ctx: Context) -> int:
     )
     info = ctx.client.create_queue(g.name, cfg)
     if ctx.out.json:
-        ctx.out.obj(QUEUE_INFO.encode(info))  # the ListQueues entry: wire field names
+        ctx.out.obj(
+            wire.json_object(wire.QueueInfoJSON.of(info))
+        )  # the ListQueues entry: wire field names
         return 0
     c = info.config
     ctx.out.line(
@@ -123,7 +124,7 @@ def unsubscribe(ctx: Context) -> int:
 def list_queues(ctx: Context) -> int:
     queues = list(ctx.client.list_queues())
     if ctx.out.json:
-        ctx.out.wire(wire.LIST_QUEUES, wire.ListQueuesResponse(tuple(queues)))
+        ctx.out.wire(wire.LIST_QUEUES, wire.ListQueuesResponse.of(queues))
         return 0
     if not queues:
         ctx.out.line("no queues")
@@ -149,7 +150,7 @@ def list_queues(ctx: Context) -> int:
 def list_subscriptions(ctx: Context) -> int:
     subs = list(ctx.client.list_subscriptions())
     if ctx.out.json:
-        ctx.out.wire(wire.LIST_SUBSCRIPTIONS, wire.ListSubscriptionsResponse(tuple(subs)))
+        ctx.out.wire(wire.LIST_SUBSCRIPTIONS, wire.ListSubscriptionsResponse.of(subs))
         return 0
     if not subs:
         ctx.out.line("no subscriptions")
@@ -161,7 +162,7 @@ def list_subscriptions(ctx: Context) -> int:
 def metrics(ctx: Context) -> int:
     s: Stats = ctx.client.stats(ctx.args.queue)
     if ctx.out.json:
-        ctx.out.wire(wire.STATS, s)
+        ctx.out.wire(wire.STATS, wire.MetricsResponse.of(s))
         return 0
     ctx.out.line(
         f"queue={s.queue} active={s.active} locked={s.locked} deferred={s.deferred} "
@@ -208,7 +209,7 @@ def test_filter(ctx: Context) -> int:
         sample = OutMessage(body=body or b"", subject=g.subject, group_id=g.group, properties=props)
     result: FilterTestResult = ctx.client.test_filter(g.expr, sample)
     if ctx.out.json:
-        ctx.out.wire(wire.TEST_FILTER, result)
+        ctx.out.wire(wire.TEST_FILTER, wire.TestFilterResponse.of(result))
     elif not result.valid:
         pass
     elif not result.ran:

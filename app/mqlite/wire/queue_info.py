@@ -1,0 +1,120 @@
+"""The queue configuration on the wire: ``QueueConfigJSON`` (CreateQueue's ``config``,
+nested) and ``QueueInfoJSON`` (a ListQueues entry, flat), with their conversions to
+``types.QueueConfig`` / ``types.QueueInfo``.
+"""
+
+from __future__ import annotations
+
+from typing import Annotated, Literal
+
+from mqlite import types as t
+
+from .base import I64, Doc, Request, Response, canonical
+
+_QC = t.QueueConfig()
+_STANDARD = t.OrderingMode.STANDARD.value
+
+
+class QueueConfigJSON(Request):
+    """Queue configuration; every field optional (omitted = default)."""
+
+    kind: Annotated[
+        Literal["", "queue", "subscription"], Doc("subscription = a topic's backing queue")
+    ] = t.QueueKind.QUEUE.value
+    lock_duration_ms: Annotated[I64, Doc("0 = 30000")] = _QC.lock_duration_ms
+    max_delivery_count: Annotated[I64, Doc("0 = 10")] = _QC.max_delivery_count
+    default_ttl_ms: Annotated[I64, Doc("0 = unlimited")] = 0
+    dead_letter_on_expire: Annotated[bool, Doc("default true")] = True
+    dedup_window_ms: Annotated[I64, Doc("0 = off")] = 0
+    ordering_mode: Annotated[
+        Literal["", "standard", "group_fifo", "strict_fifo"],
+        Doc("standard: per-group FIFO; group_fifo: group_id required; strict_fifo: one line"),
+    ] = t.OrderingMode.STANDARD.value
+    dlq_max_age_ms: Annotated[I64, Doc("0 = inherit, -1 = unbounded")] = 0
+    dlq_max_count: Annotated[I64, Doc("0 = inherit, -1 = unbounded")] = 0
+    dlq_max_bytes: Annotated[I64, Doc("0 = inherit, -1 = unbounded")] = 0
+
+    @classmethod
+    def of(cls, c: t.QueueConfig) -> QueueConfigJSON:
+        d = _DEFAULT_CONFIG
+        return cls(
+            canonical(c.kind, d.kind),  # type: ignore[arg-type]  # the broker validates it
+            canonical(c.lock_duration_ms, d.lock_duration_ms),
+            canonical(c.max_delivery_count, d.max_delivery_count),
+            c.default_ttl_ms,
+            c.dead_letter_on_expire,
+            c.dedup_window_ms,
+            canonical(c.ordering_mode, d.ordering_mode),  # type: ignore[arg-type]
+            c.dlq_max_age_ms,
+            c.dlq_max_count,
+            c.dlq_max_bytes,
+        )
+
+    def value(self) -> t.QueueConfig:
+        return t.QueueConfig(
+            lock_duration_ms=self.lock_duration_ms,
+            max_delivery_count=self.max_delivery_count,
+            default_ttl_ms=self.default_ttl_ms,
+            dead_letter_on_expire=self.dead_letter_on_expire,
+            dedup_window_ms=self.dedup_window_ms,
+            ordering_mode=self.ordering_mode,
+            dlq_max_age_ms=self.dlq_max_age_ms,
+            dlq_max_count=self.dlq_max_count,
+            dlq_max_bytes=self.dlq_max_bytes,
+            kind=self.kind,
+        )
+
+
+_DEFAULT_CONFIG = QueueConfigJSON()
+
+
+class QueueInfoJSON(Response):
+    """A queue as ListQueues reports it: its whole config and generation."""
+
+    name: str
+    kind: str
+    lock_duration_ms: I64
+    max_delivery_count: I64
+    default_ttl_ms: I64
+    dedup_window_ms: I64
+    generation: Annotated[str, Doc("opaque identity; pass it to DeleteQueue")] = ""
+    # Additive to the original's six fields, so a remote list_queues() reports the whole
+    # config; omitted at the default, so an old broker's answer decodes correctly.
+    ordering_mode: Annotated[str, Doc("omitted while standard")] = _STANDARD
+    dead_letter_on_expire: Annotated[bool, Doc("omitted while true")] = True
+    dlq_max_age_ms: I64 = 0
+    dlq_max_count: I64 = 0
+    dlq_max_bytes: I64 = 0
+
+    @classmethod
+    def of(cls, q: t.QueueInfo) -> QueueInfoJSON:
+        c = q.config
+        return cls(
+            q.name,
+            c.kind,
+            c.lock_duration_ms,
+            c.max_delivery_count,
+            c.default_ttl_ms,
+            c.dedup_window_ms,
+            q.generation,
+            canonical(c.ordering_mode, _STANDARD),
+            c.dead_letter_on_expire,
+            c.dlq_max_age_ms,
+            c.dlq_max_count,
+            c.dlq_max_bytes,
+        )
+
+    def value(self) -> t.QueueInfo:
+        config = t.QueueConfig(
+            lock_duration_ms=self.lock_duration_ms,
+            max_delivery_count=self.max_delivery_count,
+            default_ttl_ms=self.default_ttl_ms,
+            dead_letter_on_expire=self.dead_letter_on_expire,
+            dedup_window_ms=self.dedup_window_ms,
+            ordering_mode=self.ordering_mode,
+            dlq_max_age_ms=self.dlq_max_age_ms,
+            dlq_max_count=self.dlq_max_count,
+            dlq_max_bytes=self.dlq_max_bytes,
+            kind=self.kind,
+        )
+        return t.QueueInfo(self.name, config, self.generation)
