@@ -56,7 +56,7 @@ def build_parser() -> argparse.ArgumentParser:
 
 def _serve(args: argparse.Namespace) -> int:
     from mqlite.config import Settings
-    from mqlite.server.serve import run
+    from mqlite.server.serve import refuse, run
 
     try:
         settings = Settings.from_env(os.environ).with_flags(
@@ -64,10 +64,9 @@ def _serve(args: argparse.Namespace) -> int:
             metrics=args.metrics,
             insecure_allow_remote=args.insecure_allow_remote,
         )
-        return run(settings)
     except errors.MQLiteError as exc:
-        print(f"error: {exc.message}", file=sys.stderr)
-        return 1
+        return refuse(exc.message)  # a JSON line too: the broker's stderr is a log
+    return run(settings)
 
 
 def _fail(text: str, code: int) -> int:
