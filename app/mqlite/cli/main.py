@@ -26,10 +26,9 @@ def _bool_flag(text: str) -> bool:
 def build_parser() -> argparse.ArgumentParser:
     from mqlite.cli.args import client_flags
     from mqlite.cli.commands import register_all
+    from mqlite.cli.parser import Parser
 
-    parser = argparse.ArgumentParser(
-        prog="mqlite", description="A message broker on one SQLite file."
-    )
+    parser = Parser(prog="mqlite", description="A message broker on one SQLite file.")
     parser.add_argument("-v", "--version", action="version", version=f"mqlite {__version__}")
     commands = parser.add_subparsers(dest="command", metavar="<command>")
     serve = commands.add_parser("serve", help="run the HTTP broker")
@@ -98,7 +97,8 @@ def main(argv: list[str] | None = None) -> int:
 
 
 def run_command(handler: object, args: argparse.Namespace, undeliverable: bool) -> int:
-    from mqlite.cli.context import Context, Failure, UsageError
+    from mqlite.cli.context import Context, Failure, UsageError, unreachable
+    from mqlite.sdk.endpoint import ConnectionFailed
 
     ctx = Context(args, undeliverable)
     try:
@@ -109,8 +109,10 @@ def run_command(handler: object, args: argparse.Namespace, undeliverable: bool) 
         finally:
             ctx.close()
     except UsageError as exc:
-        sys.stderr.write(f"usage: mqlite {args.command} ... (see mqlite {args.command} -h)\n")
+        args.command_parser.print_usage(sys.stderr)  # this command's usage, not mqlite's
         return _fail(str(exc), 2)
+    except ConnectionFailed as exc:
+        return _fail(f"{unreachable(str(ctx.target.endpoint), exc)} ({exc.code})", 1)
     except errors.MQLiteError as exc:
         return _fail(f"{exc.message} ({exc.code})" if exc.code != "internal" else exc.message, 1)
     except Failure as exc:

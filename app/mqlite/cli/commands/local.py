@@ -9,6 +9,7 @@ from typing import Any
 
 from mqlite.cli.args import output_flag
 from mqlite.cli.context import Context, Failure
+from mqlite.cli.output import size_text
 
 
 def register(sub: Any, common: argparse.ArgumentParser) -> None:
@@ -41,30 +42,36 @@ def files_size(path: str) -> int:
 
 
 def vacuum(ctx: Context) -> int:
+    """Sizes are what is on disk with nobody holding the database: before it is opened
+    and after it is closed (closing checkpoints the WAL away), so the figures agree with
+    each other: zero pages reclaimed is zero bytes freed."""
     path = local_path(ctx, "vacuum")
     if not os.path.exists(path):
         raise Failure(f"no database at {path}")
-    client = ctx.embedded  # takes the single-writer lock: refused while a broker runs
     before = files_size(path)
+    client = ctx.embedded  # takes the single-writer lock: refused while a broker runs
+    pages: int | None = None
     if ctx.args.full:
         client.vacuum_full()
-        pages = -1
     else:
         pages = int(client.reclaim_free_pages(force=True))
+    ctx.close()
     after = files_size(path)
     delta = before - after
+    mode = "full" if ctx.args.full else "incremental"
     if ctx.out.json:
-        ctx.out.obj(
-            {
-                "mode": "full" if ctx.args.full else "incremental",
-                "before_bytes": before,
-                "after_bytes": after,
-                "freed_bytes": max(delta, 0),
-                "grown_bytes": max(-delta, 0),
-            }
-        )
+        report: dict[str, object] = {
+            "mode": mode,
+            "before_bytes": before,
+            "after_bytes": after,
+            "freed_bytes": max(delta, 0),
+            "grown_bytes": max(-delta, 0),
+        }
+        if pages is not None:
+            report["reclaimed_pages"] = pages
+        ctx.out.obj(report)
         return 0
-    kind = "full VACUUM" if ctx.args.full else f"incremental ({pages} free pages reclaimed)"
-    change = f"freed {delta} bytes" if delta >= 0 else f"grew by {-delta} bytes"
-    ctx.out.line(f"{kind}: {before} -> {after} bytes, {change}")
+    what = "full VACUUM" if pages is None else f"incremental vacuum: {pages} free page(s) reclaimed"
+    change = f"freed {size_text(delta)}" if delta >= 0 else f"grew by {size_text(-delta)}"
+    ctx.out.line(f"{what}; on disk {size_text(before)} -> {size_text(after)} ({change})")
     return 0
