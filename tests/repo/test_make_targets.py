@@ -4,6 +4,7 @@
 
 from __future__ import annotations
 
+import os
 import shutil
 import subprocess
 from pathlib import Path
@@ -16,8 +17,15 @@ REPO = Path(__file__).resolve().parents[2]
 def dry_run(target: str, where: Path) -> list[str]:
     for name in ("Makefile", "pyproject.toml"):
         shutil.copy(REPO / name, where / name)
+    # Not as a sub-make of `make test`: its MAKEFLAGS/MAKELEVEL would change the output.
+    env = {k: v for k, v in os.environ.items() if k not in ("MAKEFLAGS", "MAKELEVEL", "MFLAGS")}
     done = subprocess.run(
-        ["make", "-n", target], cwd=where, capture_output=True, text=True, timeout=60
+        ["make", "-n", "--no-print-directory", target],
+        cwd=where,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=60,
     )
     assert done.returncode == 0, done.stderr
     return done.stdout.splitlines()
