@@ -38,7 +38,9 @@ def decode_request(route: Route[Req, Any], body: bytes) -> Req:
     try:
         result: Req = shape.decoder(False)(value)
     except Bad as err:
-        raise InvalidArgument(err.render(shape.name)) from None
+        # For people: "the request", not the shape's class name ("MetricsRequest" means
+        # nothing to someone calling Stats).
+        raise InvalidArgument(err.render("the request")) from None
     return result
 
 
