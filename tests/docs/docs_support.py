@@ -320,9 +320,10 @@ def _wait_ready(proc: subprocess.Popen[bytes], base_url: str, out: Path, err: Pa
     while time.monotonic() < deadline:
         if proc.poll() is not None:
             raise AssertionError(f"the docs broker exited:\n{err.read_text()}")
+        complete = out.read_text().rpartition("\n")[0]  # a line being written is not read
         tokens = [
             record["token"]
-            for line in out.read_text().splitlines()
+            for line in complete.splitlines()
             if "token" in (record := json.loads(line))
         ]
         if tokens:
