@@ -1,6 +1,7 @@
 """Every code block of README.md and docs/ runs as written (issue 9: "a doc cannot drift
 from the code again"). How each kind of block runs, and how a block that cannot run says
-so, is in ``docs_support``; a new page under docs/ is picked up without touching this file.
+so, is in ``docs_support``; ``docs_session`` runs the shell and python blocks. A new page
+under docs/ is picked up without touching this file.
 """
 
 from __future__ import annotations
@@ -8,16 +9,8 @@ from __future__ import annotations
 from pathlib import Path
 
 import pytest
-from docs_support import (
-    Block,
-    check_blocks,
-    check_expr,
-    check_json,
-    pages,
-    parse,
-    rel,
-    run_session,
-)
+from docs_session import run_session
+from docs_support import Block, check_blocks, check_expr, check_json, pages, parse, rel
 
 
 @pytest.mark.parametrize("page", pages(), ids=rel)
