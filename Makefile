@@ -1,29 +1,45 @@
-# mqlite-py: `make run` starts a broker (or the embedded demo), `make test` runs every test tier.
+# mqlite-py: `make run` starts the broker, `make test` runs every test tier.
 PYTHON ?= python3
 VENV   := .venv
 PY     := $(VENV)/bin/python
-PIP    := $(VENV)/bin/pip
-STAMP  := $(VENV)/.installed
+PIP    := $(PY) -m pip install -q --disable-pip-version-check
+
+# One stamp per set of tools, so each target installs only what it needs: `make run`
+# gets mqlite and its runtime dependencies (no pip upgrade, no test or lint tools: its
+# first start is the fastest), `make test` adds the test tools, `make lint` the linters.
+RUNTIME := $(VENV)/.runtime-installed
+TESTS   := $(VENV)/.test-installed
+LINTERS := $(VENV)/.lint-installed
 
 .PHONY: run test lint bench venv clean image image-test stack-up stack-down secrets
 
-$(STAMP): pyproject.toml
+$(PY):
 	$(PYTHON) -m venv $(VENV)
-	$(PIP) install -q --upgrade pip
-	$(PIP) install -q -e '.[test,lint]'
-	touch $(STAMP)
 
-venv: $(STAMP)
+$(RUNTIME): pyproject.toml | $(PY)
+	$(PIP) -e .
+	touch $@
+
+$(TESTS): $(RUNTIME)
+	$(PIP) -e '.[test]'
+	touch $@
+
+$(LINTERS): $(RUNTIME)
+	$(PIP) -e '.[lint]'
+	touch $@
+
+# Everything a developer uses (the tests and the linters).
+venv: $(TESTS) $(LINTERS)
 
 # The broker on ./data/mq.db, loopback only; prints a generated admin token unless
 # MQLITE_TOKENS is set. MQLITE_ADDR=:6754 make run listens on every interface.
-run: $(STAMP)
+run: $(RUNTIME)
 	mkdir -p data
 	MQLITE_DB=file:./data/mq.db MQLITE_ADDR=$${MQLITE_ADDR:-127.0.0.1:6754} $(VENV)/bin/mqlite serve
 
 # Every tier, the container one included (ops/ci/install-deps.sh installs the system
-# tools it drives: podman, debootstrap, caddy, ...; only what is missing).
-test: $(STAMP)
+# tools it drives: prometheus, podman, debootstrap, caddy, ...; only what is missing).
+test: $(TESTS)
 	ops/ci/install-deps.sh
 	$(PY) -m pytest -q -p no:cacheprovider
 
@@ -41,7 +57,7 @@ image:
 
 # The container tier alone: the real image, compose stack and systemd unit under podman
 # with stand-in base images (ops/ci/standin-images.sh, cached between runs).
-image-test: $(STAMP)
+image-test: $(TESTS)
 	ops/ci/install-deps.sh
 	$(PY) -m pytest -q -p no:cacheprovider tests/appliance
 
@@ -54,14 +70,14 @@ stack-up: secrets
 stack-down:
 	MQLITE_IMAGE=$(IMAGE) $(COMPOSE) down
 
-lint: $(STAMP)
+lint: $(LINTERS)
 	$(VENV)/bin/ruff format --no-cache --check app tests
 	$(VENV)/bin/ruff check --no-cache app tests
 	$(VENV)/bin/mypy
 	$(VENV)/bin/lint-imports
 	$(PY) scripts/gen_sdk.py --check
 
-bench: $(STAMP)
+bench: $(RUNTIME)
 	$(PY) tests/bench/engine_bench.py
 	$(PY) tests/bench/topic_bench.py
 	$(PY) tests/bench/http_bench.py

@@ -189,7 +189,11 @@ def _matrix(b: Broker, token: str, allowed: set[str]) -> None:
         else:
             assert status == 403, (route, status)
             r = b.rpc(route, body_for(route, q), token=token)
-            assert_error(r, 403, "permission_denied")
+            message = assert_error(r, 403, "permission_denied")
+            # For people: the wire word of the permission, never a Python enum repr.
+            assert re.fullmatch(
+                r"this credential lacks the (send|listen|manage) permission", message
+            )
 
 
 def test_send_only_key(mbroker: Broker) -> None:

@@ -233,6 +233,25 @@ def test_auth_off_non_loopback_with_insecure_flag_starts(broker_factory: BrokerF
     assert b.stop() == 0
 
 
+def test_busy_port_fails_once_naming_the_address(broker_factory: BrokerFactory) -> None:
+    """Checked before gunicorn forks: one JSON line naming the address and the way out,
+    not gunicorn's five seconds of "Connection in use" retries; no banner."""
+    with socket.socket() as holder:
+        holder.bind(("127.0.0.1", 0))
+        holder.listen()
+        port = holder.getsockname()[1]
+        proc, _, out, err, _, _ = broker_factory.spawn(addr=f"127.0.0.1:{port}")
+        rc = proc.wait(timeout=15)
+    assert rc == 1
+    lines = err.read_text().splitlines()
+    assert len(lines) == 1, lines
+    refusal = json.loads(lines[0])
+    assert (refusal["level"], refusal["logger"]) == ("ERROR", "mqlite.serve")
+    assert refusal["msg"].startswith(f"cannot listen on 127.0.0.1:{port}: the address is already")
+    assert "--addr" in refusal["msg"] and "MQLITE_ADDR" in refusal["msg"]
+    assert out.read_text() == ""
+
+
 def test_auth_on_may_bind_all_interfaces(broker_factory: BrokerFactory) -> None:
     b = broker_factory(addr=f"0.0.0.0:{free_port()}")
     assert b.ok("AdminService/ListQueues") == {"queues": []}

@@ -56,6 +56,21 @@ def test_compile_errors_carry_a_position() -> None:
     assert issubclass(InvalidArgument, MQLiteError)
 
 
+@pytest.mark.parametrize(
+    ("source", "message"),
+    [
+        ("subject foo", 'filter: unexpected token "foo" (1:9)'),
+        ('subject ==="x"', 'filter: unexpected token "=" (1:11)'),
+        ("subject ==", "filter: unexpected token EOF (1:11)"),
+    ],
+)
+def test_syntax_errors_quote_the_token_for_people(source: str, message: str) -> None:
+    """A token is named as written, never as a Python repr (``Ident('foo')``)."""
+    with pytest.raises(InvalidArgument) as err:
+        compile_filter(source)
+    assert err.value.message == message
+
+
 def test_runtime_error_is_not_an_mqlite_error() -> None:
     assert not issubclass(FilterRuntimeError, MQLiteError)
     with pytest.raises(FilterRuntimeError, match="index out of range"):

@@ -22,7 +22,7 @@ from mqlite import errors, wire
 from mqlite.config import Settings
 from mqlite.server import auth
 from mqlite.server.app import BrokerApp
-from mqlite.types import AccessKey
+from mqlite.types import AccessKey, Permission
 
 with warnings.catch_warnings():
     # starlette nudges towards httpx2; the project's pytest config turns warnings into errors.
@@ -401,3 +401,12 @@ def test_app_logs_never_hold_a_token_or_body(capsys: pytest.CaptureFixture[str])
     assert [x["status"] for x in sends] == [200, 401]
     assert sends[0]["queue"] == "q" and sends[0]["n"] == 1
     assert sends[1]["code"] == "unauthenticated"
+
+
+def test_permission_denied_names_the_permission_in_words() -> None:
+    """The route table holds ``Permission`` members; a 403 names the wire word, never the
+    enum repr (``<Permission.MANAGE: 'manage'>`` once reached HTTP bodies)."""
+    sender = auth.Principal("key", frozenset({"send"}))
+    with pytest.raises(errors.PermissionDenied) as denied:
+        auth.authorize(sender, Permission.MANAGE, auth_enabled=True)
+    assert denied.value.message == "this credential lacks the manage permission"

@@ -56,7 +56,7 @@ def _ids(items: list[Any]) -> list[str]:
 def test_missing_required_field_is_named(route: wire.Route[Any, Any], key: str) -> None:
     body = {k: v for k, v in MINIMAL[route.name].items() if k != key}
     message = reject(route, json.dumps(body).encode())
-    assert message == f'missing required field "{key}" in {route.request.__name__}'
+    assert message == f'missing required field "{key}" in the request'
 
 
 def _wrong(t: mi.Type) -> tuple[Any, str]:
@@ -87,10 +87,7 @@ def test_wrong_type_names_the_field(route: wire.Route[Any, Any], key: str, typ: 
 @pytest.mark.parametrize("route", wire.ROUTES, ids=[r.method for r in wire.ROUTES])
 def test_unknown_top_level_field_on_every_route(route: wire.Route[Any, Any]) -> None:
     body = {**MINIMAL[route.name], "bogus": 1}
-    assert (
-        reject(route, json.dumps(body).encode())
-        == f'unknown field "bogus" in {route.request.__name__}'
-    )
+    assert reject(route, json.dumps(body).encode()) == 'unknown field "bogus" in the request'
 
 
 @pytest.mark.parametrize(

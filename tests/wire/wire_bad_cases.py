@@ -50,8 +50,8 @@ CASES: list[tuple[str, wire.Route[Any, Any], bytes, str]] = [
     ("string", wire.SEND, b'"x"', "request body: want object, got string"),
     ("null", wire.SEND, b"null", "request body: want object, got null"),
     ("number", wire.STATUS, b"1", "request body: want object, got number"),
-    ("unknown-top", wire.SEND, doc(x=1), 'unknown field "x" in SendRequest'),
-    ("case-sensitive", wire.STATS, b'{"Queue":"q"}', 'unknown field "Queue" in MetricsRequest'),
+    ("unknown-top", wire.SEND, doc(x=1), 'unknown field "x" in the request'),
+    ("case-sensitive", wire.STATS, b'{"Queue":"q"}', 'unknown field "Queue" in the request'),
     ("unknown-message", wire.SEND, msgs({"bodyx": ""}), 'unknown field "bodyx" in messages[0]'),
     (
         "unknown-config",
@@ -77,7 +77,7 @@ CASES: list[tuple[str, wire.Route[Any, Any], bytes, str]] = [
         b'{"queue":"q","messages":[{"seq_number":1,"lock_token":"a","x":0}]}',
         'unknown field "x" in messages[0]',
     ),
-    ("unknown-empty", wire.LIST_QUEUES, b'{"a":1}', 'unknown field "a" in EmptyRequest'),
+    ("unknown-empty", wire.LIST_QUEUES, b'{"a":1}', 'unknown field "a" in the request'),
     (
         "property-value",
         wire.SEND,
@@ -153,7 +153,7 @@ CASES: list[tuple[str, wire.Route[Any, Any], bytes, str]] = [
         "duplicate-top",
         wire.SEND,
         b'{"queue":"q","queue":"r","messages":[]}',
-        'duplicate field "queue" in SendRequest',
+        'duplicate field "queue" in the request',
     ),
     (
         "duplicate-nested",
@@ -244,7 +244,7 @@ CASES: list[tuple[str, wire.Route[Any, Any], bytes, str]] = [
         "send-no-messages",
         wire.SEND,
         b'{"queue":"q"}',
-        'missing required field "messages" in SendRequest',
+        'missing required field "messages" in the request',
     ),
     (
         "batch-item-token",
@@ -256,7 +256,7 @@ CASES: list[tuple[str, wire.Route[Any, Any], bytes, str]] = [
         "delete-generation",
         wire.DELETE_QUEUE,
         b'{"name":"q"}',
-        'missing required field "generation" in DeleteQueueRequest',
+        'missing required field "generation" in the request',
     ),
     ("deep-array", wire.SEND, b"[" * 100_000 + b"]" * 100_000, "invalid JSON: nesting too deep"),
     ("deep-in-field", wire.SEND, b'{"queue":' + b"[" * 100_000, "invalid JSON: nesting too deep"),
@@ -294,6 +294,6 @@ CASES: list[tuple[str, wire.Route[Any, Any], bytes, str]] = [
         "long-unknown",
         wire.STATS,
         json.dumps({"x" * 100: 1}).encode(),
-        f'unknown field "{"x" * 64}..." in MetricsRequest',
+        f'unknown field "{"x" * 64}..." in the request',
     ),
 ]

@@ -15,14 +15,33 @@ from mqlite.config import parse_duration_ms
 MAX_BODY_BYTES = 16 << 20  # 16 MiB: stdin / --file cap (read one extra byte to detect more)
 
 
+WHAT_A_DURATION_IS = (
+    "a duration is a number with a unit (ms s m h d w), parts summed: 500ms, 30s, 1h30m, "
+    "1.5h; a bare 0 is zero"
+)
+
+
 def duration(text: str) -> int:
-    """``ms s m h d w`` (e.g. ``1h30m``); a bare ``0`` is zero. Negative is rejected."""
-    if text.strip() == "0":
+    """``ms s m h d w`` (e.g. ``1h30m``); a bare ``0`` is zero. Negative is rejected.
+
+    A refusal says what a duration is: ``5`` (which unit?) and ``-1s`` are the usual
+    first mistakes.
+    """
+    raw = text.strip()
+    if raw == "0":
         return 0
+    if raw.startswith("-"):
+        raise argparse.ArgumentTypeError(f"{text!r} is negative; {WHAT_A_DURATION_IS}")
+    if re.fullmatch(r"\d+(\.\d+)?", raw):
+        raise argparse.ArgumentTypeError(
+            f"{text!r} has no unit (did you mean {raw}s?); {WHAT_A_DURATION_IS}"
+        )
     try:
-        return parse_duration_ms(text)
-    except errors.MQLiteError as exc:
-        raise argparse.ArgumentTypeError(exc.message) from None
+        return parse_duration_ms(raw)
+    except errors.MQLiteError:
+        raise argparse.ArgumentTypeError(
+            f"{text!r} is not a duration; {WHAT_A_DURATION_IS}"
+        ) from None
 
 
 def positive_duration(text: str) -> int:

@@ -11,6 +11,7 @@ import argparse
 import os
 
 import mqlite
+from mqlite import defaults
 from mqlite.cli.endpoint import EndpointError, Target, resolve
 from mqlite.cli.output import Output
 
@@ -48,6 +49,8 @@ class Context:
                 raise (UsageError if exc.flag else Failure)(str(exc)) from None
             if self._target.warning:
                 self.out.warn(self._target.warning)
+            if self._target.dsn_defaulted:
+                self.out.note(default_db_note(self._target.dsn))
         return self._target
 
     @property
@@ -72,3 +75,33 @@ class Context:
         client, self._client, self._embedded = self._client, None, None
         if client is not None:
             client.close()
+
+
+def default_db_note(dsn: str) -> str:
+    """Said on stderr when nothing chose a mode: a new user may think a broker is in use."""
+    path = os.path.abspath(dsn.removeprefix("file:"))
+    return (
+        f"note: using the local database file {path} (MQLITE_DB and MQLITE_ENDPOINT are "
+        f"unset); to use a broker, set MQLITE_ENDPOINT=http://127.0.0.1:{defaults.PORT} "
+        "or pass --endpoint; to choose the file, set MQLITE_DB=file:PATH"
+    )
+
+
+def unreachable(endpoint: str, exc: mqlite.ConnectionFailed) -> str:
+    """A connection failure for people: the URL, the OS's reason, and what to do."""
+    reason, cause = "", exc.__cause__
+    while cause is not None and not reason:
+        if isinstance(cause, OSError):
+            reason = cause.strerror or str(cause)
+        cause = cause.__cause__ or cause.__context__
+    reason = f" ({reason})" if reason else ""
+    if "may or may not have been applied" in exc.message:
+        return (
+            f"the connection to the broker at {endpoint} was lost before it answered{reason}; "
+            "the request may or may not have been applied"
+        )
+    return (
+        f"cannot connect to the broker at {endpoint}{reason}: is one running there? "
+        "Start one with `mqlite serve`, or check MQLITE_ENDPOINT / --endpoint"
+    )
+

@@ -34,6 +34,7 @@ class Target:
     endpoint: str | None = None  # canonical origin, never carrying a credential
     token: str | None = None
     warning: str = ""
+    dsn_defaulted: bool = False  # no MQLITE_DB: the default ./mq.db (the CLI says so)
 
     @property
     def remote(self) -> bool:
@@ -59,7 +60,8 @@ def resolve(
     environ: Mapping[str, str], endpoint_flag: str | None, token_flag: str | None
 ) -> Target:
     """Pick the mode and the credential (flags win over the environment)."""
-    dsn = environ.get("MQLITE_DB", "").strip() or DEFAULT_DB
+    configured_dsn = environ.get("MQLITE_DB", "").strip()
+    dsn = configured_dsn or DEFAULT_DB
     env_endpoint = environ.get("MQLITE_ENDPOINT", "").strip()
     env_token = environ.get("MQLITE_TOKEN", "").strip()
     flag_endpoint = (endpoint_flag or "").strip()
@@ -70,7 +72,7 @@ def resolve(
     elif env_endpoint:
         ep = _parse(env_endpoint, "MQLITE_ENDPOINT")
     else:
-        return Target(dsn)
+        return Target(dsn, dsn_defaulted=not configured_dsn)
     if token_flag is not None:  # explicit: "" sends nothing, not even the URL's credential
         return Target(dsn, ep.origin, token_flag.strip() or None)
     if ep.token:

@@ -25,10 +25,11 @@ def _bool_flag(text: str) -> bool:
 
 
 def build_parser(*, serve_only: bool = False) -> argparse.ArgumentParser:
+    """Every command's parser; ``serve_only`` builds just ``serve`` (the broker's master
+    process imports no command module, keeping its idle memory small)."""
+    from mqlite.cli.parser import Parser
 
-    parser = argparse.ArgumentParser(
-        prog="mqlite", description="A message broker on one SQLite file."
-    )
+    parser = Parser(prog="mqlite", description="A message broker on one SQLite file.")
     parser.add_argument("-v", "--version", action="version", version=f"mqlite {__version__}")
     commands = parser.add_subparsers(dest="command", metavar="<command>")
     serve = commands.add_parser("serve", help="run the HTTP broker")
@@ -60,7 +61,7 @@ def build_parser(*, serve_only: bool = False) -> argparse.ArgumentParser:
 
 def _serve(args: argparse.Namespace) -> int:
     from mqlite.config import Settings
-    from mqlite.server.serve import run
+    from mqlite.server.serve import refuse, run
 
     try:
         settings = Settings.from_env(os.environ).with_flags(
@@ -68,10 +69,9 @@ def _serve(args: argparse.Namespace) -> int:
             metrics=args.metrics,
             insecure_allow_remote=args.insecure_allow_remote,
         )
-        return run(settings)
     except errors.MQLiteError as exc:
-        print(f"error: {exc.message}", file=sys.stderr)
-        return 1
+        return refuse(exc.message)  # a JSON line too: the broker's stderr is a log
+    return run(settings)
 
 
 def _fail(text: str, code: int) -> int:
@@ -106,7 +106,8 @@ def main(argv: list[str] | None = None) -> int:
 
 
 def run_command(handler: object, args: argparse.Namespace, undeliverable: bool) -> int:
-    from mqlite.cli.context import Context, Failure, UsageError
+    from mqlite.cli.context import Context, Failure, UsageError, unreachable
+    from mqlite.sdk.endpoint import ConnectionFailed
 
     ctx = Context(args, undeliverable)
     try:
@@ -117,8 +118,10 @@ def run_command(handler: object, args: argparse.Namespace, undeliverable: bool) 
         finally:
             ctx.close()
     except UsageError as exc:
-        sys.stderr.write(f"usage: mqlite {args.command} ... (see mqlite {args.command} -h)\n")
+        args.command_parser.print_usage(sys.stderr)  # this command's usage, not mqlite's
         return _fail(str(exc), 2)
+    except ConnectionFailed as exc:
+        return _fail(f"{unreachable(str(ctx.target.endpoint), exc)} ({exc.code})", 1)
     except errors.MQLiteError as exc:
         return _fail(f"{exc.message} ({exc.code})" if exc.code != "internal" else exc.message, 1)
     except Failure as exc:

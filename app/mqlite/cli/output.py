@@ -36,6 +36,23 @@ def ms_text(ms: int) -> str:
     return out
 
 
+def size_text(n_bytes: int) -> str:
+    """A size for humans, in binary units: ``812 B``, ``180.1 KiB``, ``3.4 GiB``."""
+    if n_bytes < 1024:
+        return f"{n_bytes} B"
+    size, unit = n_bytes / 1024, "KiB"
+    for bigger in ("MiB", "GiB", "TiB"):
+        if size < 1024:
+            break
+        size, unit = size / 1024, bigger
+    return f"{size:.1f} {unit}"
+
+
+def uptime_text(ms: int) -> str:
+    """Whole seconds as ``2d3h4m5s`` (a broker's uptime never needs milliseconds)."""
+    return ms_text(ms - ms % 1000) if ms >= 1000 else "0s"
+
+
 def when_text(epoch_ms: int) -> str:
     if epoch_ms <= 0:
         return "-"

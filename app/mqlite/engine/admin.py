@@ -198,6 +198,15 @@ class AdminOps(EngineCore):
             return maintenance.reclaim_free_pages(conn, force=force)
 
     @serialized
+    def checkpoint(self) -> int:
+        """Checkpoint the WAL into the database and truncate it; returns the footprint
+        (db + WAL + SHM) afterwards. File databases only (0 in memory)."""
+        if not self.store.location.is_memory:
+            with self.store.connection() as conn:
+                conn.execute(maintenance.WAL_CHECKPOINT_TRUNCATE_SQL).fetchall()
+        return self.store.db_size_bytes()
+
+    @serialized
     def vacuum_full(self) -> None:
         """Rebuild the whole file (``VACUUM``): returns every free page, needs free disk
         space the size of the database, and holds the writer for the duration."""

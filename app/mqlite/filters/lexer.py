@@ -44,7 +44,8 @@ class Token:
         return self.kind == kind and (value is None or self.value == value)
 
     def describe(self) -> str:
-        return "EOF" if self.kind == "eof" else f"{self.kind.capitalize()}({self.value!r})"
+        """How an error names the token: ``"foo"``, ``"=="``, or ``EOF`` (never a repr)."""
+        return "EOF" if self.kind == "eof" else f'"{self.value}"'
 
 
 def line_col(source: str, pos: int) -> str:

@@ -75,7 +75,7 @@ class Parser:
         tok = self.cur
         if not tok.is_(kind, value):
             want = value if value is not None else kind
-            raise self.error(f"unexpected token {tok.describe()}, expected {want!r}")
+            raise self.error(f'unexpected token {tok.describe()}, expected "{want}"')
         self.next()
         return tok
 

@@ -44,7 +44,11 @@ class RetryPolicy:
 def unavailable(what: str, exc: BaseException, *, sent: bool) -> errors.MQLiteError:
     from mqlite.sdk.endpoint import ConnectionFailed
 
-    detail = f"{type(exc).__name__}: {exc}" if str(exc) else type(exc).__name__
+    # For people: the OS's words ("Connection refused"), not a Python class name.
+    if isinstance(exc, OSError) and exc.strerror:
+        detail = exc.strerror
+    else:
+        detail = str(exc) or type(exc).__name__
     if sent:
         return ConnectionFailed(
             f"{what}: connection lost before the broker answered ({detail}); "

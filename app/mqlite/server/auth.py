@@ -117,4 +117,7 @@ def authorize(principal: Principal, permission: str, *, auth_enabled: bool) -> N
             raise errors.PermissionDenied("key management requires authentication to be enabled")
         permission = "manage"
     if permission not in principal.permissions:
-        raise errors.PermissionDenied(f"this credential lacks the {permission!r} permission")
+        # The route table holds ``Permission`` members: name the wire word ("manage"), never
+        # the enum's repr -- this text reaches people in HTTP bodies and CLI errors.
+        name = getattr(permission, "value", permission)
+        raise errors.PermissionDenied(f"this credential lacks the {name} permission")

@@ -1,5 +1,9 @@
 """JSON logs (python-json-logger): one line per request, never a token or a body.
 
+Every line has the shape of ``jsonlog.LineFormatter`` (``time`` in RFC 3339 UTC, ``level``,
+``logger``, ``msg``, ``pid``, then the event's fields), like every other line the broker
+process writes.
+
 RPC endpoints (and, for every other path, the access-log middleware) time the request
 and record its status; handlers add ``queue``/``n``/``code`` fields. An empty Receive logs
 at debug, 5xx at error, 4xx at warning, the rest at info.
@@ -15,6 +19,7 @@ therefore when the line was serialized, at most ~50 ms after the request ended
 from __future__ import annotations
 
 import logging
+import os
 import queue
 import sys
 import threading
@@ -25,6 +30,7 @@ from pythonjsonlogger.json import JsonFormatter
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
 from mqlite.clock import SYSTEM_CLOCK
+from mqlite.server.jsonlog import FORMATTER, raw, rfc3339_ms
 
 access_log = logging.getLogger("mqlite.access")
 
@@ -95,7 +101,7 @@ class _LogWriter:
 class _AccessLines:
     """Turns a queued (level, route, fields) access tuple into its JSON line.
 
-    Same fields and order as a formatted LogRecord (time, level, logger, message, then
+    Same fields and order as a formatted LogRecord (time, level, logger, msg, pid, then
     the request's fields), serialized by python-json-logger's ``jsonify_log_record`` --
     without building a LogRecord and sifting its attributes, which was most of the
     ~14 us a line cost.
@@ -103,6 +109,7 @@ class _AccessLines:
 
     def __init__(self, formatter: JsonFormatter) -> None:
         self._formatter = formatter
+        self._pid = os.getpid()  # the worker's: this object is built inside it
         self._second = -1
         self._stamp = ""
 
@@ -111,12 +118,13 @@ class _AccessLines:
         second, millis = divmod(now_ms, 1000)
         if second != self._second:  # strftime once a second, not once a line
             self._second = second
-            self._stamp = time.strftime("%Y-%m-%d %H:%M:%S", time.localtime(second))
+            self._stamp = rfc3339_ms(second * 1000)[:-5]  # without ".mmmZ"
         data: dict[str, object] = {
-            "time": f"{self._stamp},{millis:03d}",
+            "time": f"{self._stamp}.{millis:03d}Z",
             "level": logging.getLevelName(level),
             "logger": access_log.name,
-            "message": route,
+            "msg": route,
+            "pid": self._pid,
         }
         data.update(fields)
         return self._formatter.jsonify_log_record(data)
@@ -129,11 +137,7 @@ def configure(level: str = "INFO") -> None:
     """Send every mqlite log record to stderr as one JSON object per line."""
     global _writer
     stop()
-    formatter = JsonFormatter(
-        "%(asctime)s %(levelname)s %(name)s %(message)s",
-        rename_fields={"asctime": "time", "levelname": "level", "name": "logger"},
-    )
-    _writer = _LogWriter(sys.stderr, formatter)
+    _writer = _LogWriter(raw(sys.stderr), FORMATTER)
     root = logging.getLogger("mqlite")
     root.handlers[:] = [_Enqueue(_writer.records)]
     root.setLevel(level)

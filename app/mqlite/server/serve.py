@@ -1,21 +1,28 @@
 """``mqlite serve``: gunicorn with exactly one uvicorn worker, configured in code.
 
 The master parses the configuration (failing fast on a bad value), checks the database
-lock so a second broker on the same file fails with a clear message before forking,
-prints a generated administrator token once, and runs gunicorn. The engine opens in the
-worker, inside the app's lifespan.
+lock so a second broker on the same file fails with a clear message before forking, checks
+that the listen address can be bound (``bindcheck``), prints a generated administrator
+token once, and runs gunicorn. The engine opens in the worker, inside the app's lifespan.
+
+Everything the process writes from here on is one JSON object per line (``jsonlog``): the
+startup banner on stdout, logs and refusals on stderr.
 """
 
 from __future__ import annotations
 
+import logging
 import sys
 from typing import Any
 
 from gunicorn.app.base import BaseApplication
 
 from mqlite import errors
+from mqlite.version import VERSION as __version__
 from mqlite.config import Settings
 from mqlite.engine.store import check_lock_free
+from mqlite.server import jsonlog
+from mqlite.server.bindcheck import bind_problem, display
 
 GRACEFUL_TIMEOUT_S = 10
 
@@ -28,7 +35,8 @@ class _Gunicorn(BaseApplication):  # type: ignore[misc]
 
     def load_config(self) -> None:
         for key, value in self._options.items():
-            self.cfg.set(key, value)
+            if key in self.cfg.settings:  # a setting this gunicorn release does not know
+                self.cfg.set(key, value)  # (e.g. control_socket_disable before 25) is moot
 
     def load(self) -> Any:
         # Runs in the worker (preload_app=False): the master never imports the app, the
@@ -50,7 +58,9 @@ def gunicorn_options(settings: Settings) -> dict[str, Any]:
         "keepalive": 120,
         "accesslog": None,  # the app writes its own JSON access log
         "errorlog": "-",
-        "loglevel": "warning",
+        "loglevel": settings.log_level.lower(),
+        "logger_class": "mqlite.server.jsonlog.GunicornLogger",  # JSON lines, like ours
+        "control_socket_disable": True,  # no gunicornc socket in ~/.gunicorn: nothing uses it
         "proc_name": "mqlite",
         "preload_app": False,
         "limit_request_line": 8190,
@@ -61,29 +71,59 @@ def gunicorn_options(settings: Settings) -> dict[str, Any]:
 
 def run(settings: Settings) -> int:
     """Start the broker and block until it stops; returns the process exit code."""
-    settings.check_serve()
+    jsonlog.install(settings.log_level)
     try:
+        settings.check_serve()
         check_lock_free(settings.db)
-    except errors.DBLocked as exc:
-        print(f"mqlite serve: {exc.message}", file=sys.stderr)
-        return 1
+    except errors.MQLiteError as exc:
+        return refuse(exc.message)
+    problem = bind_problem(*settings.host_port)
+    if problem is not None:
+        return refuse(problem)
     banner(settings)
     _Gunicorn(settings, gunicorn_options(settings)).run()
     return 0
 
 
+def refuse(message: str) -> int:
+    """A startup refusal: ONE JSON line on stderr, exit 1 (nothing was started)."""
+    jsonlog.write_line(sys.stderr, message, level=logging.ERROR)
+    return 1
+
+
 def banner(settings: Settings) -> None:
-    """Startup lines on stdout; the generated token is printed here, once, never logged."""
-    host, port = settings.host_port
-    print(f"mqlite broker: listening on {host or '0.0.0.0'}:{port}, db {_safe_db(settings.db)}")
+    """Startup lines on stdout, JSON like every other line; a generated token is printed
+    here, once, in the ``token`` field (a log pipeline can drop that one field), and is
+    never logged on stderr."""
+    addr = display(*settings.host_port)
+    db = _safe_db(settings.db)
+    jsonlog.write_line(
+        sys.stdout,
+        f"mqlite broker listening on {addr}, db {db}",
+        addr=addr,
+        db=db,
+        version=__version__,
+    )
     if not settings.auth:
-        print("auth: OFF (MQLITE_TOKENS=off) — every client is an administrator")
+        jsonlog.write_line(
+            sys.stdout,
+            "auth is OFF (MQLITE_TOKENS=off): every client is an administrator",
+            level=logging.WARNING,
+            auth="off",
+        )
     elif settings.token_generated and settings.tokens:
-        print("auth: generated administrator token (set MQLITE_TOKENS to keep one):")
-        print(f"  {settings.tokens[0]}")
+        jsonlog.write_line(
+            sys.stdout,
+            "generated an administrator token for this run, in the token field "
+            "(set MQLITE_TOKENS to keep one)",
+            auth="generated",
+            token=settings.tokens[0],
+        )
     else:
-        print(f"auth: {len(settings.tokens or ())} configured administrator token(s)")
-    sys.stdout.flush()
+        count = len(settings.tokens or ())
+        jsonlog.write_line(
+            sys.stdout, f"auth: {count} configured administrator token(s)", auth="configured"
+        )
 
 
 def _safe_db(dsn: str) -> str:

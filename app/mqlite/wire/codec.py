@@ -79,7 +79,7 @@ def _explain(cls: type[msgspec.Struct], body: bytes) -> str:
     try:
         explain.check(cls, value, lenient=False)
     except explain.Bad as err:
-        return err.render(cls.__name__)
+        return err.render("the request")  # for people: not "MetricsRequest" to a Stats caller
     return ""
 
 

@@ -23,13 +23,19 @@ def register(sub: Any, common: argparse.ArgumentParser) -> None:
     p.add_argument("queue")
     p.add_argument("--to", default="", help="target queue (default: back to source)")
     p.add_argument("--max", type=a.non_negative, default=0, help="max messages (0 = all)")
-    p.add_argument("--older-than", type=a.positive_duration, default=0)
+    p.add_argument("--older-than", type=a.positive_duration, metavar="DURATION", default=0)
     p.set_defaults(handler=redrive)
 
     p = sub.add_parser("purge-dlq", parents=[common], help="delete dead letters")
     p.add_argument("queue")
     p.add_argument("--max", type=a.non_negative, default=None, help="max messages to delete")
-    p.add_argument("--older-than", type=a.positive_duration, default=None, help="minimum 1ms")
+    p.add_argument(
+        "--older-than",
+        type=a.positive_duration,
+        metavar="DURATION",
+        default=None,
+        help="minimum 1ms",
+    )
     p.add_argument("--all", action="store_true", help="delete the entire DLQ")
     p.set_defaults(handler=purge_dlq)
 

@@ -21,7 +21,9 @@ def _message_flags(p: argparse.ArgumentParser) -> None:
     p.add_argument("--group", default="", help="group id (ordering / session key)")
     p.add_argument("--subject", default="", help="subject (label)")
     p.add_argument("--reply-to", default="", help="reply-to address")
-    p.add_argument("--ttl", type=a.duration, default=None, help="per-message TTL")
+    p.add_argument(
+        "--ttl", type=a.duration, metavar="DURATION", default=None, help="per-message TTL"
+    )
 
 
 def register(sub: Any, common: argparse.ArgumentParser) -> None:
@@ -102,13 +104,14 @@ def peek(ctx: Context) -> int:
         ctx.out.line("no messages")
         return 0
     ctx.out.table(
-        ("SEQ", "STATE", "DELIVERIES", "ENQUEUED", "GROUP", "MESSAGE-ID", "BODY"),
+        ("SEQ", "STATE", "DELIVERIES", "ENQUEUED", "VISIBLE-AT", "GROUP", "MESSAGE-ID", "BODY"),
         (
             (
                 m.seq_number,
                 m.state or "-",
                 m.delivery_count,
                 when_text(m.enqueued_at_ms),
+                visible_text(m),
                 m.group_id or "-",
                 m.message_id or "-",
                 body_preview(m.body)
@@ -118,3 +121,13 @@ def peek(ctx: Context) -> int:
         ),
     )
     return 0
+
+
+def visible_text(m: Message) -> str:
+    """When a parked message becomes receivable: a scheduled one at its time, a deferred
+    one only when fetched by seq; "-" for the rest (already visible, or locked)."""
+    if m.state == State.SCHEDULED:
+        return when_text(m.visible_at_ms)
+    if m.state == State.DEFERRED:
+        return "by seq only"
+    return "-"

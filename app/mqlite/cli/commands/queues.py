@@ -9,19 +9,35 @@ from typing import Any
 from mqlite import wire
 from mqlite.cli import args as a
 from mqlite.cli.context import Context, Failure, UsageError
-from mqlite.cli.output import ms_text
+from mqlite.cli.output import ms_text, size_text, uptime_text
 from mqlite.types import FilterTestResult, OrderingMode, OutMessage, QueueConfig, Stats
 
 
 def register(sub: Any, common: argparse.ArgumentParser) -> None:
     p = sub.add_parser("create-queue", parents=[common], help="create or update a queue")
     p.add_argument("name")
-    p.add_argument("--lock", type=a.duration, default=0, help="Peek-Lock duration (0 → 30s)")
+    p.add_argument(
+        "--lock",
+        type=a.duration,
+        metavar="DURATION",
+        default=0,
+        help="Peek-Lock duration (0 → 30s)",
+    )
     p.add_argument("--max-delivery", type=a.non_negative, default=0, help="0 → 10")
-    p.add_argument("--ttl", type=a.duration, default=0, help="default message TTL (0 = none)")
-    p.add_argument("--dedup", type=a.duration, default=0, help="dedup window (0 = off)")
+    p.add_argument(
+        "--ttl",
+        type=a.duration,
+        metavar="DURATION",
+        default=0,
+        help="default message TTL (0 = none)",
+    )
+    p.add_argument(
+        "--dedup", type=a.duration, metavar="DURATION", default=0, help="dedup window (0 = off)"
+    )
     p.add_argument("--ordering", choices=[m.value for m in OrderingMode], default="standard")
-    p.add_argument("--dlq-max-age", type=a.duration, default=0, help="0 inherits")
+    p.add_argument(
+        "--dlq-max-age", type=a.duration, metavar="DURATION", default=0, help="0 inherits"
+    )
     p.add_argument("--dlq-max-count", type=a.signed, default=0, help="0 inherits, -1 unbounded")
     p.add_argument("--dlq-max-bytes", type=a.signed, default=0, help="0 inherits, -1 unbounded")
     p.set_defaults(handler=create_queue)
@@ -129,12 +145,16 @@ def list_queues(ctx: Context) -> int:
     if not queues:
         ctx.out.line("no queues")
         return 0
+    # A subscription's backing queue carries the subscription's name; show its topic.
+    topics = {s.name: s.topic for s in ctx.client.list_subscriptions()}
     ctx.out.table(
-        ("NAME", "KIND", "LOCK", "MAX-DELIVERY", "TTL", "DEDUP", "GENERATION"),
+        ("NAME", "KIND", "TOPIC", "ORDERING", "LOCK", "MAX-DELIVERY", "TTL", "DEDUP", "GENERATION"),
         (
             (
                 q.name,
                 q.config.kind,
+                topics.get(q.name, "-"),
+                q.config.ordering_mode or "standard",
                 ms_text(q.config.lock_duration_ms),
                 q.config.max_delivery_count,
                 ms_text(q.config.default_ttl_ms),
@@ -181,11 +201,11 @@ def status(ctx: Context) -> int:
     ctx.out.line(f"mode:           {mode}")
     for key in ("version", "backend", "location", "schema_version", "ping_ms"):
         ctx.out.line(f"{key + ':':<15} {getattr(resp, key)}")
-    ctx.out.line(f"{'db_size:':<15} {resp.db_size_bytes} bytes")
+    ctx.out.line(f"{'db_size:':<15} {size_text(resp.db_size_bytes)} ({resp.db_size_bytes} bytes)")
     ctx.out.line(f"{'queues:':<15} {resp.queues}")
     ctx.out.line(f"{'subscriptions:':<15} {resp.subscriptions}")
     if ctx.target.remote:
-        ctx.out.line(f"{'uptime:':<15} {resp.uptime_ms}ms")
+        ctx.out.line(f"{'uptime:':<15} {uptime_text(resp.uptime_ms)}")
         ctx.out.line(f"{'auth:':<15} {'on' if resp.auth else 'off'}")
     return 0
 
@@ -216,8 +236,8 @@ def test_filter(ctx: Context) -> int:
         ctx.out.line("valid")
     else:
         ctx.out.line("valid; sample matches" if result.matched else "valid; sample does NOT match")
-    if not result.valid:
-        raise Failure(f"invalid filter: {result.error}")
+    if not result.valid:  # the engine's text already says "filter: ..."
+        raise Failure(f"invalid filter: {result.error.removeprefix('filter: ')}")
     if result.ran and result.error:
         ctx.out.warn(f"evaluation failed: {result.error}")
     return 0

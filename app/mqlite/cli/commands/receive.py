@@ -18,7 +18,7 @@ from typing import Any
 from mqlite import defaults, errors
 from mqlite.cli import args as a
 from mqlite.cli.context import Client, Context, Failure, UsageError
-from mqlite.cli.output import dumps, message_text, received_json
+from mqlite.cli.output import dumps, message_text, ms_text, received_json
 from mqlite.clock import SYSTEM_CLOCK
 from mqlite.types import Message
 
@@ -27,7 +27,9 @@ def register(sub: Any, common: argparse.ArgumentParser) -> None:
     p = sub.add_parser("receive", parents=[common], help="consume (Peek-Lock, auto-ack)")
     p.add_argument("queue")
     p.add_argument("--max", type=a.non_negative, default=1, help="max messages (1)")
-    p.add_argument("--wait", type=a.duration, default=0, help="long-poll wait (e.g. 5s)")
+    p.add_argument(
+        "--wait", type=a.duration, metavar="DURATION", default=0, help="long-poll wait (e.g. 5s)"
+    )
     p.add_argument("--no-ack", action="store_true", help="leave locked; print lock tokens")
     p.add_argument("--delete", action="store_true", help="receive-and-delete (at-most-once)")
     p.set_defaults(handler=receive)
@@ -54,10 +56,10 @@ def receive(ctx: Context) -> int:
         client.receive(g.queue, max_messages=max(g.max, 1), wait_ms=g.wait, mode=mode)
     )
     if not auto_ack:
-        _write(ctx, msgs, with_token=g.no_ack)
+        _write(ctx, msgs, with_token=g.no_ack, waited_ms=g.wait)
         return 0
     if not msgs:
-        _write(ctx, msgs, with_token=False)
+        _write(ctx, msgs, with_token=False, waited_ms=g.wait)
         return 0
     renewer = Renewer(client, g.queue, msgs)
     renewer.start()
@@ -88,14 +90,21 @@ def receive_deferred(ctx: Context) -> int:
     return 0
 
 
-def _write(ctx: Context, msgs: Sequence[Message], *, with_token: bool) -> None:
-    """Write everything and flush; a failure leaves stdout on /dev/null and raises."""
+def _write(ctx: Context, msgs: Sequence[Message], *, with_token: bool, waited_ms: int = 0) -> None:
+    """Write everything and flush; a failure leaves stdout on /dev/null and raises.
+
+    Nothing received prints nothing, for scripts, except on a terminal: a person who
+    typed the command is told so (``no messages``) instead of getting a blank prompt.
+    """
     try:
         sys.stdout.flush()
         out = sys.stdout.buffer
         if ctx.out.json:
             out.write(dumps([received_json(m, with_token=with_token) for m in msgs]).encode())
             out.write(b"\n")
+        elif not msgs and sys.stdout.isatty():
+            waited = f" (waited {ms_text(waited_ms)})" if waited_ms else ""
+            out.write(f"no messages{waited}\n".encode())
         else:
             for m in msgs:
                 out.write(message_text(m, with_token=with_token))

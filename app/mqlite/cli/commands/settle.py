@@ -30,7 +30,13 @@ def register(sub: Any, common: argparse.ArgumentParser) -> None:
         p.add_argument("seq", type=a.seq)
         p.add_argument("lock_token", metavar="lock-token")
         if verb == "abandon":
-            p.add_argument("--delay", type=a.duration, default=0, help="redeliver after this")
+            p.add_argument(
+                "--delay",
+                type=a.duration,
+                metavar="DURATION",
+                default=0,
+                help="redeliver after this",
+            )
         if verb == "reject":
             p.add_argument("--reason", default="", help="dead-letter reason")
             p.add_argument("--detail", default="", help="dead-letter description")

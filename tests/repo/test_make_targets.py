@@ -1,0 +1,52 @@
+"""``make run`` installs the runtime only; test and lint tools come with their targets
+(issue 9: the first ``make run`` should take as little time as possible). Read from
+``make -n`` in a copy of the Makefile with no virtualenv, so every recipe is listed."""
+
+from __future__ import annotations
+
+import os
+import shutil
+import subprocess
+from pathlib import Path
+
+import pytest
+
+REPO = Path(__file__).resolve().parents[2]
+
+
+def dry_run(target: str, where: Path) -> list[str]:
+    for name in ("Makefile", "pyproject.toml"):
+        shutil.copy(REPO / name, where / name)
+    # Not as a sub-make of `make test`: its MAKEFLAGS/MAKELEVEL would change the output.
+    env = {k: v for k, v in os.environ.items() if k not in ("MAKEFLAGS", "MAKELEVEL", "MFLAGS")}
+    done = subprocess.run(
+        ["make", "-n", "--no-print-directory", target],
+        cwd=where,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
+    assert done.returncode == 0, done.stderr
+    return done.stdout.splitlines()
+
+
+def installs(lines: list[str]) -> list[str]:
+    return [line for line in lines if " pip install" in line]
+
+
+def test_run_installs_the_runtime_and_nothing_else(tmp_path: Path) -> None:
+    lines = dry_run("run", tmp_path)
+    assert [line.split()[-1] for line in installs(lines)] == ["."]  # no [test], no [lint]
+    assert not any("--upgrade" in line for line in lines)
+    assert lines[-1].endswith("/bin/mqlite serve")
+
+
+@pytest.mark.parametrize(("target", "extra"), [("test", "'.[test]'"), ("lint", "'.[lint]'")])
+def test_test_and_lint_bring_their_own_tools(tmp_path: Path, target: str, extra: str) -> None:
+    assert [line.split()[-1] for line in installs(dry_run(target, tmp_path))] == [".", extra]
+
+
+def test_venv_has_every_tool_for_a_developer(tmp_path: Path) -> None:
+    got = sorted(line.split()[-1] for line in installs(dry_run("venv", tmp_path)))
+    assert got == sorted([".", "'.[test]'", "'.[lint]'"])
