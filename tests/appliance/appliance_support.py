@@ -79,7 +79,7 @@ def healthy(url: str) -> bool:
 
 def printed_token(container: str) -> str:
     """The administrator token the broker printed at its LAST start (container logs)."""
-    tokens = re.findall(r"^\s+(mqk_[0-9a-f]{64})$", podman("logs", container), re.M)
+    tokens = re.findall(r'"token": "(mqk_[0-9a-f]{64})"', podman("logs", container))
     assert tokens, podman("logs", container)
     return tokens[-1]
 

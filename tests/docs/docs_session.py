@@ -1,6 +1,11 @@
-"""The bash session that runs a page's shell and python blocks, in order, in an empty
+"""The bash session that runs a page's shell and python blocks, in order, in a fresh
 directory, beside a real broker when the page needs one (see ``docs_support`` for the
-rules; this is how they are carried out)."""
+rules; this is how they are carried out).
+
+The directory looks like the root of a checkout to the blocks, as the docs assume
+("run from the repository root"): the repository's files are there as read-only-by-
+convention symlinks (``ops/``, ``deploy/``, ``scripts/``, ``.venv`` ...), while whatever a
+block creates (``./mq.db``, ``data/``) lands in the fresh directory, never in the repo."""
 
 from __future__ import annotations
 
@@ -21,6 +26,12 @@ from pathlib import Path
 
 from docs_support import Block
 
+REPO = Path(__file__).resolve().parents[2]
+# What a reader's checkout has at its root and the docs refer to.
+REPO_ENTRIES = (
+    ".venv", "app", "deploy", "docs", "ops", "scripts", "tests", "Dockerfile", "Makefile",
+    "compose.yaml", "fly.toml", "pyproject.toml", "README.md",
+)  # fmt: skip
 NEEDS_BROKER = re.compile(r"\bBASE_URL\b|\$T\b|\$\{T\}|\[\"T\"\]")
 PAGE_TIMEOUT_S = 300
 BROKER_DEADLINE_S = 30.0
@@ -96,6 +107,9 @@ def run_session(page: Path, blocks: list[Block], root: Path) -> Outcome:
     work, files = root / "work", root / "blocks"
     work.mkdir(parents=True)
     files.mkdir(parents=True)
+    for entry in REPO_ENTRIES:
+        if (REPO / entry).exists():
+            (work / entry).symlink_to(REPO / entry)
     assert (Path(sys.executable).parent / "mqlite").exists(), "the mqlite command is not installed"
     progress = files / "progress"
     script = files / "session.sh"

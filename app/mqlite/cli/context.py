@@ -104,4 +104,3 @@ def unreachable(endpoint: str, exc: mqlite.ConnectionFailed) -> str:
         f"cannot connect to the broker at {endpoint}{reason}: is one running there? "
         "Start one with `mqlite serve`, or check MQLITE_ENDPOINT / --endpoint"
     )
-

@@ -18,11 +18,11 @@ from typing import Any
 from gunicorn.app.base import BaseApplication
 
 from mqlite import errors
-from mqlite.version import VERSION as __version__
 from mqlite.config import Settings
 from mqlite.engine.store import check_lock_free
 from mqlite.server import jsonlog
 from mqlite.server.bindcheck import bind_problem, display
+from mqlite.version import VERSION as __version__
 
 GRACEFUL_TIMEOUT_S = 10
 
