@@ -31,8 +31,8 @@ from collections.abc import Callable, Iterator
 from typing import Any, TypeVar
 
 from mqlite import errors
+from mqlite.engine.measured_store import MeasuredStore
 from mqlite.engine.storage_errors import translate
-from mqlite.engine.store import Store
 
 T = TypeVar("T")
 
@@ -72,7 +72,7 @@ class _Call:
 class Writer:
     """The writer thread plus the token; ``call``/``submit``/``hold`` are the only doors."""
 
-    def __init__(self, store: Store) -> None:
+    def __init__(self, store: MeasuredStore) -> None:
         self._store = store
         self._token = store.lock
         # SimpleQueue: a C-level put/get, cheaper per call than a Condition handshake.
@@ -162,6 +162,12 @@ class Writer:
         """Calls waiting for the writer thread (queued, or taken and awaiting the token)."""
         return self._queue.qsize() + self._taken
 
+    def busy(self, *, excluding: int = 0) -> bool:
+        """Is the one connection in use (held by a thread other than ``excluding``, or
+        awaited by queued calls)? The observation's pool gauges sample this."""
+        owner = self._owner
+        return (owner != 0 and owner != excluding) or self.queued() > 0
+
     def _run(self) -> None:
         calls = self._queue
         me = threading.get_ident()
@@ -198,7 +204,7 @@ class Writer:
             batch[0].invoke()
             return
         try:
-            with self._store.transaction():
+            with self._store.transaction(batch=True):  # not an operation of its own
                 for call in batch:
                     call.invoke()  # the engine's own transaction nests as a savepoint
         except BaseException as exc:
