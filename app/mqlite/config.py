@@ -177,6 +177,7 @@ class Settings:
     dlq_max_bytes: int = 0
     insecure_allow_remote: bool = False
     log_level: str = "INFO"
+    diagnostic_log: str = ""  # "" = off; else the private diagnostic JSONL file
 
     @property
     def auth(self) -> bool:
@@ -245,6 +246,7 @@ class Settings:
             dlq_max_count=count if retention else 0,
             dlq_max_bytes=nbytes if retention else 0,
             log_level=level,
+            diagnostic_log=environ.get("MQLITE_DIAGNOSTIC_LOG", "").strip(),
         )
 
     def with_flags(
@@ -253,9 +255,12 @@ class Settings:
         addr: str | None = None,
         metrics: bool | None = None,
         insecure_allow_remote: bool | None = None,
+        diagnostic_log: str | None = None,
     ) -> Settings:
         """Overlay command-line flags (flags win over the environment)."""
         s = self
+        if diagnostic_log is not None:
+            s = replace(s, diagnostic_log=diagnostic_log.strip())
         if addr is not None:
             parse_addr(addr, name="--addr")
             s = replace(s, addr=addr)

@@ -33,7 +33,12 @@ class MaintenanceScheduler:
         self._add("activate_scheduled", engine.activate_scheduled, defaults.SCHEDULER_INTERVAL_MS)
         self._add("expire_ttl", engine.expire_ttl, defaults.TTL_INTERVAL_MS)
         self._add("janitors", engine.run_janitors, defaults.JANITOR_INTERVAL_MS)
-        self._add("reclaim_free_pages", engine.reclaim_free_pages, defaults.JANITOR_INTERVAL_MS)
+        self._add("reclaim_free_pages", engine.reclaim_pass, defaults.JANITOR_INTERVAL_MS)
+        # What Observe reports as enabled: every task this scheduler runs (reclaim only
+        # for a database file: in memory it does not apply).
+        self._tasks = ["locks", "scheduled", "ttl", "dedup", "receipts", "retention"]
+        if not engine.store.location.is_memory:
+            self._tasks.append("reclaim")
 
     def _add(self, name: str, fn: Callable[[], Any], every_ms: int) -> None:
         on_writer = self._engine.writer.call_on_thread
@@ -43,12 +48,17 @@ class MaintenanceScheduler:
                 on_writer(fn)  # passes run on the writer thread, batched with other work
             except errors.Closed:
                 pass  # shutting down: the engine refused new work
+            except errors.MQLiteError:
+                # Recorded and reported already (Observe's maintenance, the
+                # maintenance.failure event); retried next tick, never fatal.
+                log.debug("maintenance pass failed", extra={"pass": name}, exc_info=True)
             except Exception:  # a failed pass is logged and retried next tick, never fatal
                 log.exception("maintenance pass failed", extra={"pass": name})
 
         self._scheduler.add_job(run, "interval", seconds=every_ms / 1000.0, id=name, name=name)
 
     def start(self) -> None:
+        self._engine.maintenance_runs.enable(self._tasks)
         self._scheduler.start()
 
     def stop(self) -> None:

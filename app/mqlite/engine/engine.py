@@ -19,7 +19,7 @@ from mqlite.engine.core import serialized
 from mqlite.engine.keys import KeyOps
 from mqlite.engine.notify import Waiter
 from mqlite.engine.observe import ObserveOps
-from mqlite.engine.send import Route
+from mqlite.engine.send import Route, SendResult
 from mqlite.engine.storage_errors import translate
 from mqlite.engine.topic_ops import TopicOps
 from mqlite.engine.tx import EngineTx
@@ -38,7 +38,6 @@ from mqlite.types import (
     QueueConfig,
     QueueInfo,
 )
-
 
 # The state an abandon left its row in (a primary-key probe, only after a fresh abandon).
 MESSAGE_STATE_SQL = "SELECT state FROM messages WHERE id = ?"
@@ -171,7 +170,7 @@ class Engine(AdminOps, KeyOps, TopicOps, ObserveOps):
             raise
         return result.seq_numbers
 
-    def _count_send(self, result: send.SendResult, *, scheduled: bool) -> None:
+    def _count_send(self, result: SendResult, *, scheduled: bool) -> None:
         self._count(
             *((q, "enqueued", n) for q, n in result.copies.items()),
             *((q, "scheduled", n) for q, n in result.copies.items() if scheduled),

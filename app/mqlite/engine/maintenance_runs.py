@@ -88,8 +88,8 @@ class MaintenanceRuns:
         if failed:
             now = self._finish(state, task, "error", started)
             state.consecutive_failures += 1
-            for step, exc in failed:
-                fail = diagnostics.failure(f"{task}/{step}", exc)
+            for step, error in failed:
+                fail = diagnostics.failure(f"{task}/{step}", error)
                 state.history.append(StepFailure(now, step, fail))
                 diagnostics.emit(
                     "maintenance.failure",

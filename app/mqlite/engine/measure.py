@@ -173,8 +173,7 @@ class StorageOps:
         self._logged[operation, fail.category] = (now, 0)
         diagnostics.emit(
             "storage.interrupted" if interrupted else "storage.failure",
-            f"storage {operation} {'interrupted' if interrupted else 'failed'}: "
-            f"{fail.explanation}",
+            f"storage {operation} {'interrupted' if interrupted else 'failed'}: {fail.explanation}",
             logging.INFO if interrupted else logging.ERROR,
             operation=operation,
             category=fail.category,

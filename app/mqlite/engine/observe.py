@@ -144,11 +144,13 @@ class ObserveOps(EngineCore):
 
 def _gauges(rows: Sequence[tuple[object, ...]], now_ms: int) -> list[o.QueueGauges]:
     out = []
-    for name, kind, active, locked, deferred, scheduled, dead, retained, oldest in rows:
-        counts = [int(v) for v in (active, locked, deferred, scheduled, dead)]  # type: ignore[call-overload]
-        total = int(retained)  # type: ignore[call-overload]
+    for row in rows:
+        name, kind, oldest = str(row[0]), str(row[1]), row[8]
+        a, lk, d, s, dl, total = (int(v) for v in row[2:8])  # type: ignore[call-overload]
         age = max(now_ms - int(oldest), 0) / 1000 if oldest is not None else 0.0  # type: ignore[call-overload]
-        out.append(o.QueueGauges(str(name), str(kind), *counts, total, total - sum(counts), age))
+        out.append(
+            o.QueueGauges(name, kind, a, lk, d, s, dl, total, total - (a + lk + d + s + dl), age)
+        )
     return out
 
 
@@ -203,4 +205,3 @@ def _task(task: str, s: TaskState) -> o.MaintenanceTask:
             for f in s.history
         ),
     )
-
