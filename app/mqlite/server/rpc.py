@@ -122,10 +122,11 @@ class RpcDispatcher:
                 status, body = 500, wire.error_body(errors.Internal("internal error"))
             if authorized:
                 meter.handled(time.perf_counter() - authorized)
+            # Counted before the answer leaves: the caller's next request sees this one.
+            meter.finished(fields.get("code", "ok"), time.perf_counter() - started)
             try:
                 await respond(send, status, body, headers)
             finally:
-                meter.finished(fields.get("code", "ok"), time.perf_counter() - started)
                 log_request(scope, status, started, fields)
 
         return endpoint
