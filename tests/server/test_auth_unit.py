@@ -366,7 +366,10 @@ def test_app_monitor_token_metrics_only() -> None:
         assert c.get("/metrics").status_code == 401
         for route in wire.ROUTES:
             r = c.post(route.path, json={}, headers=_bearer(MONITOR))
-            _err(r, 403, "permission_denied")
+            if route is wire.OBSERVE:  # Observe and /metrics are all a monitor may do
+                assert r.status_code == 200 and r.json()["access"] == "monitor"
+            else:
+                _err(r, 403, "permission_denied")
 
 
 def test_app_auth_off_forbids_key_management() -> None:
