@@ -84,8 +84,10 @@ def produce_traffic(broker: Broker) -> str:
             "scheduled_enqueue_time_ms": now_ms() + 3_600_000,
         },
     )
-    broker.ok("AdminService/Subscribe", {"topic": "t", "name": "fails", "filter": {"expr": "int(properties.n) > 1"}})  # fmt: skip
-    broker.ok("QueueService/Send", {"queue": "t", "messages": [{"body": b64("x"), "properties": {"n": "NaN?"}}]})  # fmt: skip
+    failing = {"expr": "int(properties.n) > 1"}  # fails to evaluate on a non-number
+    broker.ok("AdminService/Subscribe", {"topic": "t", "name": "fails", "filter": failing})
+    unparsable = {"body": b64("x"), "properties": {"n": "NaN?"}}
+    broker.ok("QueueService/Send", {"queue": "t", "messages": [unparsable]})
     for token in (None, WRONG_TOKEN):
         broker.err("QueueService/Stats", {"queue": queue}, 401, "unauthenticated", token=token)
     broker.err(
