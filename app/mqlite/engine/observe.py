@@ -22,7 +22,7 @@ from mqlite.engine import diagnostics
 from mqlite.engine import observation as o
 from mqlite.engine.core import EngineCore, serialized
 from mqlite.engine.maintenance_runs import TaskState
-from mqlite.engine.measure import EVENTS, Histogram, OperationStats
+from mqlite.engine.measure import Histogram, OperationStats
 from mqlite.engine.store import SCHEMA_VERSION
 from mqlite.version import VERSION
 
@@ -129,11 +129,13 @@ class ObserveOps(EngineCore):
         return o.Runtime(SCHEMA_VERSION, read_ok, latency, size is not None, size)
 
     def _effects(self) -> tuple[o.MessageEffect, ...]:
-        """Every live queue with every event (zeros included, so a first effect after an
-        earlier scrape shows in ``increase``), plus whatever a deleted queue counted."""
-        counts = dict.fromkeys(((q, e) for q in self.catalog.queues() for e in EVENTS), 0)
-        counts.update(self.effects.counts)
-        return tuple(o.MessageEffect(q, e, n) for (q, e), n in sorted(counts.items()))
+        """Every (queue, event) that has happened since the engine started, a deleted
+        queue's included. Not zero-filled per queue: that is 20 series per queue (20,000
+        for 1,000 queues, most of a scrape's cost) for a dimension that grows with the
+        inventory; the spec zero-fills only the fixed storage and RPC combinations."""
+        return tuple(
+            o.MessageEffect(q, e, n) for (q, e), n in sorted(self.effects.counts.items()) if n
+        )
 
     def _operations(self) -> tuple[o.StorageOperation, ...]:
         return tuple(
