@@ -7,16 +7,15 @@ from __future__ import annotations
 
 import sys
 from collections.abc import Iterator
-from dataclasses import dataclass
 from pathlib import Path
 
 import pytest
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "e2e"))
 
-from e2e_support import Broker, BrokerFactory
+from e2e_support import BrokerFactory
 from ops_support import ensure_debian_tools
-from promstack import MONITOR_TOKEN, WRONG_TOKEN, PromStack
+from promstack import MONITOR_TOKEN, WRONG_TOKEN, Monitored, PromStack
 
 
 @pytest.fixture(scope="session")
@@ -32,17 +31,6 @@ def broker_factory(tmp_path: Path) -> Iterator[BrokerFactory]:
         yield factory
     finally:
         factory.teardown()
-
-
-@dataclass
-class Monitored:
-    """The broker, its stack, the file whose existence makes its database unreadable
-    (``tests/e2e/faulty_serve.py``) and its private diagnostic log."""
-
-    broker: Broker
-    stack: PromStack
-    fault: Path
-    diagnostic_log: Path
 
 
 @pytest.fixture

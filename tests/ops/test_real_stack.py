@@ -18,9 +18,7 @@ from typing import Any
 
 from e2e_support import Broker, b64, now_ms
 from ops_support import DASHBOARD, dashboard_queries, expand_grafana_variables
-from promstack import MONITOR_TOKEN, WRONG_TOKEN, PromStack, alert_in, wait_until
-
-from conftest import Monitored
+from promstack import MONITOR_TOKEN, WRONG_TOKEN, Monitored, PromStack, alert_in, wait_until
 
 DLQ_ALERT = "MQLiteDeadLettersRetained"
 STORAGE_ALERT = "MQLiteStorageFaults"
