@@ -163,11 +163,24 @@ def test_monitor_works_while_storage_fails(broker_factory: BrokerFactory, tmp_pa
     finally:
         os.unlink(trigger)
     assert observe(b, MONITOR)["collection"]["state"] == "available"
-    lines = [json.loads(x) for x in diag.read_text().splitlines()]
-    assert {line["event"] for line in lines} >= {"storage.failure"}
+
+    def in_file() -> list[dict[str, Any]]:
+        text = diag.read_text() if diag.exists() else ""
+        return [json.loads(x) for x in text.splitlines() if x.endswith("}")]
+
+    deadline = time.monotonic() + 10  # written by the log's own thread
+    while not any(x["event"] == "storage.failure" for x in in_file()):
+        assert time.monotonic() < deadline, in_file()
+        time.sleep(0.1)
+    lines = in_file()
     assert all(line["logger"] == "mqlite.diagnostics" for line in lines)
     assert stat.S_IMODE(diag.stat().st_mode) == 0o600
-    stderr_events = [
-        json.loads(x).get("event") for x in b.stderr().splitlines() if x.startswith("{")
-    ]
-    assert "storage.failure" in stderr_events  # the same events on stderr
+
+    def on_stderr() -> list[object]:
+        lines = [x for x in b.stderr().splitlines() if x.startswith("{") and x.endswith("}")]
+        return [json.loads(x).get("event") for x in lines]
+
+    deadline = time.monotonic() + 10  # the log thread writes in batches
+    while "storage.failure" not in on_stderr() and time.monotonic() < deadline:
+        time.sleep(0.1)
+    assert "storage.failure" in on_stderr()  # the same events on stderr
