@@ -177,6 +177,7 @@ class Settings:
     dlq_max_bytes: int = 0
     insecure_allow_remote: bool = False
     log_level: str = "INFO"
+    max_connections: int = defaults.MAX_CONNECTIONS
 
     @property
     def auth(self) -> bool:
@@ -245,6 +246,9 @@ class Settings:
             dlq_max_count=count if retention else 0,
             dlq_max_bytes=nbytes if retention else 0,
             log_level=level,
+            max_connections=_int(
+                environ, "MQLITE_MAX_CONNECTIONS", defaults.MAX_CONNECTIONS, minimum=1
+            ),
         )
 
     def with_flags(
