@@ -130,13 +130,15 @@ class Broker:
         content: bytes | None = None,
     ) -> httpx.Response:
         """POST ``/mqlite.v1.<method>``: ``token=True`` = the admin token, ``None`` = no
-        Authorization header, a string = that Bearer token. ``content`` = raw body bytes."""
+        Authorization header, a string = that Bearer token. ``content`` = raw body bytes
+        (sent as ``application/json``, which every RPC requires)."""
         if token is True:
             c, headers = self.http, {}
         else:
             c = self.anon
             headers = {"Authorization": f"Bearer {token}"} if token else {}
         if content is not None:
+            headers["Content-Type"] = "application/json"
             return c.post(RPC + method, content=content, headers=headers)
         return c.post(RPC + method, json=body if body is not None else {}, headers=headers)
 

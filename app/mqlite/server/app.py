@@ -25,6 +25,7 @@ from mqlite.engine import DLQBounds, Engine
 from mqlite.scheduling import MaintenanceScheduler
 from mqlite.server import auth
 from mqlite.server.cors import CORSMiddleware
+from mqlite.server.intake import Intake
 from mqlite.server.logging import AccessLogMiddleware, configure
 from mqlite.server.logging import stop as stop_logging
 from mqlite.server.metrics import Metrics
@@ -54,6 +55,7 @@ class BrokerApp:
         self._clock = clock
         self.runtime: Runtime | None = None
         self.metrics = Metrics()
+        self.intake = Intake()
         self.authenticator = auth.Authenticator(
             settings.tokens, settings.monitor_tokens, self._lookup_key
         )
@@ -65,13 +67,23 @@ class BrokerApp:
         if settings.metrics:
             routes.append(Route("/metrics", self.metrics_endpoint, methods=["GET"]))
         routes.append(Route("/{path:path}", self.not_found, methods=ANY))
-        app: Any = Starlette(routes=routes, lifespan=self._lifespan)
+        app: Any = Starlette(
+            routes=routes,
+            lifespan=self._lifespan,
+            # starlette's own 500 (ServerErrorMiddleware) answers the envelope too.
+            exception_handlers={Exception: self._internal_error},
+        )
         if settings.cors:
             app = CORSMiddleware(app, settings.cors)
         self._app = RpcDispatcher(self, AccessLogMiddleware(app))
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
         await self._app(scope, receive, send)
+
+    async def _internal_error(self, request: Request, exc: Exception) -> Response:
+        """An unexpected exception outside the RPCs (which catch their own): starlette
+        logs it and, if no response started, sends this instead of plain text."""
+        return error_response(errors.Internal("internal error"))
 
     def begin_drain(self) -> None:
         if self.runtime is not None:
@@ -153,5 +165,5 @@ class BrokerApp:
             assert self.runtime is not None
             body = await self.runtime.call(self.metrics.render, self.runtime.engine)
         except errors.MQLiteError as exc:
-            return PlainTextResponse(exc.message, status_code=exc.http_status)
+            return error_response(exc)  # the envelope, like every other error
         return Response(body, media_type=self.metrics.content_type)

@@ -20,9 +20,10 @@ from typing import TYPE_CHECKING, Any
 
 from starlette.types import ASGIApp, Receive, Scope, Send
 
-from mqlite import defaults, errors, wire
+from mqlite import errors, wire
 from mqlite.server import auth
 from mqlite.server.cors import cors_headers
+from mqlite.server.guards import check_local_caller
 from mqlite.server.handlers import HANDLERS, Context
 from mqlite.server.logging import log_request
 
@@ -32,26 +33,6 @@ if TYPE_CHECKING:
 log = logging.getLogger("mqlite.server")
 
 JSON_HEADERS = [(b"content-type", b"application/json")]
-
-
-async def read_body(scope: Scope, receive: Receive, cap: int) -> bytes:
-    """The request body, refusing (413) as soon as it is known to exceed ``cap``."""
-    for name, value in scope["headers"]:
-        if name == b"content-length" and value.isdigit() and int(value) > cap:
-            raise errors.MessageTooLarge(f"request body over {cap} bytes")
-    chunks: list[bytes] = []
-    size = 0
-    while True:
-        message = await receive()
-        if message["type"] == "http.disconnect":
-            raise errors.Canceled("the client went away")
-        chunk = message.get("body", b"")
-        size += len(chunk)
-        if size > cap:
-            raise errors.MessageTooLarge(f"request body over {cap} bytes")
-        chunks.append(chunk)
-        if not message.get("more_body", False):
-            return b"".join(chunks)
 
 
 async def respond(
@@ -89,7 +70,8 @@ class RpcDispatcher:
         auth_enabled = broker.settings.auth
         # Latency is recorded only when /metrics is on: nobody could read it otherwise.
         observe = broker.metrics.rpc_observer(route.name) if broker.settings.metrics else None
-        cap = defaults.MAX_REQUEST_BYTES
+        intake = broker.intake
+        allow_remote = broker.settings.insecure_allow_remote
         extra_headers = cors_headers(broker.settings.cors)
 
         async def endpoint(scope: Scope, receive: Receive, send: Send) -> None:
@@ -97,16 +79,18 @@ class RpcDispatcher:
             headers = extra_headers
             started = time.perf_counter()
             try:
+                if not auth_enabled:
+                    check_local_caller(scope["headers"], allow_remote=allow_remote)
                 principal = await authenticator.principal(scope["headers"])
                 if scope["method"] != "POST":
                     raise errors.Unimplemented("POST required")
                 auth.authorize(principal, permission, auth_enabled=auth_enabled)
-                req = wire.decode_request(route, await read_body(scope, receive, cap))
-                runtime = broker.runtime
-                if runtime is None:
-                    raise errors.Internal("broker is starting")
-                ctx = Context(runtime, fields, receive, broker.started_ms, broker.settings)
-                body = wire.encode_response(route, await handler(ctx, req))
+                async with intake.request(route, scope, receive) as req:
+                    runtime = broker.runtime
+                    if runtime is None:
+                        raise errors.Internal("broker is starting")
+                    ctx = Context(runtime, fields, receive, broker.started_ms, broker.settings)
+                    body = wire.encode_response(route, await handler(ctx, req))
                 status = 200
             except errors.MQLiteError as exc:
                 fields["code"] = exc.code
