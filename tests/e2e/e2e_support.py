@@ -12,13 +12,14 @@ from __future__ import annotations
 import base64
 import contextlib
 import os
+import resource
 import signal
 import socket
 import subprocess
 import sys
 import time
 import uuid
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -229,6 +230,13 @@ class Broker:
         return rc
 
 
+def _nofile_limit(n: int) -> Callable[[], None]:
+    def apply() -> None:
+        resource.setrlimit(resource.RLIMIT_NOFILE, (n, n))
+
+    return apply
+
+
 def kill_group(proc: subprocess.Popen[bytes]) -> None:
     """SIGKILL the process group this test started (gunicorn master + its worker)."""
     with contextlib.suppress(ProcessLookupError, PermissionError):
@@ -237,7 +245,12 @@ def kill_group(proc: subprocess.Popen[bytes]) -> None:
 
 # The additive ``reason`` of an envelope, by the code it refines (the original broker's
 # clients read only code and message; ours rebuild the subclass from the reason).
-REASONS = {"queue_not_found": "not_found"}
+REASONS = {
+    "queue_not_found": "not_found",
+    "unsupported_media_type": "invalid_argument",
+    "headers_too_large": "invalid_argument",
+    "request_timeout": "canceled",
+}
 
 
 def assert_error(r: httpx.Response, status: int, code: str, reason: str | None = None) -> str:
@@ -292,8 +305,10 @@ class BrokerFactory:
         *,
         addr: str | None = "auto",
         db_path: Path | None = None,
+        nofile: int | None = None,
     ) -> tuple[subprocess.Popen[bytes], Path, Path, Path, dict[str, str], int]:
-        """Start a serve process without waiting for it (for startup-failure tests)."""
+        """Start a serve process without waiting for it (for startup-failure tests);
+        ``nofile`` = its soft and hard descriptor limit (systemd's 1024, say)."""
         d, out, err = self._paths()
         db = db_path or d / "mq.db"
         port = free_port()
@@ -309,6 +324,7 @@ class BrokerFactory:
                 stdin=subprocess.DEVNULL,
                 cwd=d,
                 start_new_session=True,  # own process group: teardown can reap the worker
+                preexec_fn=None if nofile is None else _nofile_limit(nofile),
             )
         self.spawned.append(proc)
         return proc, db, out, err, full_env, port
@@ -322,12 +338,15 @@ class BrokerFactory:
         db_path: Path | None = None,
         host: str = "127.0.0.1",
         addr: str | None = "auto",
+        nofile: int | None = None,
     ) -> Broker:
         """Start a broker and wait for ``/healthz``. ``env`` defaults MQLITE_TOKENS to the
         admin token; pass ``{"MQLITE_TOKENS": "off"}`` (and ``token=None``) for auth off."""
         merged: dict[str, str | None] = {"MQLITE_TOKENS": ADMIN_TOKEN}
         merged.update(env or {})
-        proc, db, out, err, full_env, port = self.spawn(merged, args, addr=addr, db_path=db_path)
+        proc, db, out, err, full_env, port = self.spawn(
+            merged, args, addr=addr, db_path=db_path, nofile=nofile
+        )
         explicit = addr if addr != "auto" else None
         if addr is None:  # listening where MQLITE_ADDR says
             explicit = full_env.get("MQLITE_ADDR")

@@ -148,14 +148,16 @@ class BrokerHttpProtocol(HttpToolsProtocol):
         self._refuse(errors.InvalidArgument(f"invalid HTTP request: {msg}"))
 
     def _refuse(self, exc: errors.MQLiteError) -> None:
-        """Answer ``exc`` and close; mid-response (pipelining) only close."""
+        """Answer ``exc`` and close; with a response partly written only close."""
         if not self.transport.is_closing():
             if self._between_responses():
                 self.transport.write(envelope_response(exc))
             self.transport.close()
 
     def _between_responses(self) -> bool:
-        return self.cycle is None or self.cycle.response_complete
+        """No response of this connection is partly written (an error may be answered)."""
+        cycle = self.cycle
+        return cycle is None or cycle.response_complete or not cycle.response_started
 
     # -- parser callbacks -----------------------------------------------------------------
 
