@@ -125,3 +125,12 @@ def test_base_images_are_the_stand_ins_the_tests_build() -> None:
     images = {n: s.get("image") for n, s in _compose()["services"].items()}
     assert images["prometheus"] == standins["PROMETHEUS"]
     assert images["alertmanager"] == standins["ALERTMANAGER"]
+
+
+def test_the_units_descriptor_limit_covers_the_connection_cap() -> None:
+    """Each connection holds a descriptor: the unit's LimitNOFILE must fit the default cap
+    plus the reserve (else the worker lowers the cap and logs it), and the operations doc
+    quotes the unit's value."""
+    (limit,) = _unit()["LimitNOFILE"]
+    assert int(limit) >= defaults.MAX_CONNECTIONS + defaults.FD_RESERVE
+    assert f"LimitNOFILE={limit}" in (REPO / "docs" / "operations.md").read_text()
