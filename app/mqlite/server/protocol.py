@@ -64,6 +64,9 @@ class BrokerHttpProtocol(HttpToolsProtocol):
     # Connections waiting for a request head with no byte of it received, oldest first:
     # the ones evicted when a new connection needs room.
     _idle: ClassVar[dict[BrokerHttpProtocol, None]] = {}
+    # Closed by us, not yet gone (connection_lost comes a loop turn later): not counted
+    # against the cap, or a burst of evictions would evict (and refuse) twice.
+    _closing: ClassVar[set[BrokerHttpProtocol]] = set()
 
     @classmethod
     def configure(cls, max_connections: int) -> None:
@@ -78,19 +81,27 @@ class BrokerHttpProtocol(HttpToolsProtocol):
 
     def connection_made(self, transport: asyncio.Transport) -> None:  # type: ignore[override]
         super().connection_made(transport)
-        over = len(self.connections) - self.max_connections
+        over = self._live() - self.max_connections
         if over > 0 and self._idle:
-            oldest = next(iter(self._idle))
-            self._idle.pop(oldest, None)
-            oldest.transport.close()
+            next(iter(self._idle))._close()
         elif over > defaults.FD_RESERVE // 2:
-            transport.close()  # descriptors nearly gone: no room even to read a head
+            self._close()  # descriptors nearly gone: no room even to read a head
             return
         self._wait_for_head()
 
     def connection_lost(self, exc: Exception | None) -> None:
         self._idle.pop(self, None)
+        self._closing.discard(self)
         super().connection_lost(exc)
+
+    def _live(self) -> int:
+        return len(self.connections) - len(self._closing)
+
+    def _close(self) -> None:
+        self._idle.pop(self, None)
+        if not self.transport.is_closing():
+            self._closing.add(self)
+            self.transport.close()
 
     def _wait_for_head(self) -> None:
         """Arm the head deadline (uvicorn's keep-alive timer); idle until a byte arrives."""
@@ -110,7 +121,7 @@ class BrokerHttpProtocol(HttpToolsProtocol):
                 f"request head not complete within {defaults.HEAD_TIMEOUT_S:g} s"
             )
             self.transport.write(envelope_response(exc))
-        self.transport.close()
+        self._close()
 
     # -- input ----------------------------------------------------------------------------
 
@@ -152,7 +163,7 @@ class BrokerHttpProtocol(HttpToolsProtocol):
         if not self.transport.is_closing():
             if self._between_responses():
                 self.transport.write(envelope_response(exc))
-            self.transport.close()
+            self._close()
 
     def _between_responses(self) -> bool:
         """No response of this connection is partly written (an error may be answered)."""
@@ -164,9 +175,7 @@ class BrokerHttpProtocol(HttpToolsProtocol):
     def on_headers_complete(self) -> None:
         self._in_head = False
         self._unset_keepalive_if_required()  # the head arrived in time
-        if len(self.connections) > self.max_connections or len(self.tasks) >= (
-            self.max_connections
-        ):
+        if self._live() > self.max_connections or len(self.tasks) >= self.max_connections:
             app, self.app = self.app, _unavailable
             try:
                 super().on_headers_complete()
