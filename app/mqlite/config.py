@@ -178,6 +178,8 @@ class Settings:
     insecure_allow_remote: bool = False
     log_level: str = "INFO"
     max_connections: int = defaults.MAX_CONNECTIONS
+    disk_floor_bytes: int = defaults.DISK_FLOOR_BYTES
+    disk_reserve_bytes: int = defaults.DISK_RESERVE_BYTES
 
     @property
     def auth(self) -> bool:
@@ -248,6 +250,12 @@ class Settings:
             log_level=level,
             max_connections=_int(
                 environ, "MQLITE_MAX_CONNECTIONS", defaults.MAX_CONNECTIONS, minimum=1
+            ),
+            disk_floor_bytes=_int(
+                environ, "MQLITE_DISK_FLOOR_BYTES", defaults.DISK_FLOOR_BYTES, minimum=0
+            ),
+            disk_reserve_bytes=_int(
+                environ, "MQLITE_DISK_RESERVE_BYTES", defaults.DISK_RESERVE_BYTES, minimum=0
             ),
         )
 

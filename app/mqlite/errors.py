@@ -124,13 +124,6 @@ class HeadersTooLarge(InvalidArgument):
     reason = "headers_too_large"
 
 
-class Unavailable(MQLiteError):
-    """the broker is at a capacity limit and did not process the request; retry later."""
-
-    code = "unavailable"
-    http_status = 503
-
-
 class MessageTooLarge(MQLiteError):
     """message body is larger than the configured maximum."""
 
@@ -157,6 +150,21 @@ class OutcomeUnknown(MQLiteError):
 
     code = "outcome_unknown"
     http_status = 503
+
+
+class Unavailable(MQLiteError):
+    """the broker cannot do this right now; retry later."""
+
+    code = "unavailable"
+    http_status = 503
+
+
+class StorageFull(Unavailable):
+    """the database's disk is full or below its free-space floor: sends are refused until
+    space is freed, while receiving, settling and purging keep working; retry later."""
+
+    reason = "storage_full"
+    category = "full"  # the storage category (as ``StorageError.category``)
 
 
 class Unimplemented(MQLiteError):
@@ -265,7 +273,13 @@ BY_CODE: Mapping[str, type[MQLiteError]] = _wire_classes()
 def _reason_classes() -> Mapping[str, type[MQLiteError]]:
     """Map each ``reason`` to the subclass it names (a refinement of its code's class)."""
     table: dict[str, type[MQLiteError]] = {}
-    for cls in (QueueNotFound, UnsupportedMediaType, HeadersTooLarge, RequestTimeout):
+    for cls in (
+        QueueNotFound,
+        StorageFull,
+        UnsupportedMediaType,
+        HeadersTooLarge,
+        RequestTimeout,
+    ):
         assert cls.reason not in table, f"duplicate reason {cls.reason}"
         assert issubclass(cls, BY_CODE[cls.code]), f"{cls.__name__} must refine its code"
         table[cls.reason] = cls

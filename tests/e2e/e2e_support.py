@@ -247,6 +247,7 @@ def kill_group(proc: subprocess.Popen[bytes]) -> None:
 # clients read only code and message; ours rebuild the subclass from the reason).
 REASONS = {
     "queue_not_found": "not_found",
+    "storage_full": "unavailable",
     "unsupported_media_type": "invalid_argument",
     "headers_too_large": "invalid_argument",
     "request_timeout": "canceled",

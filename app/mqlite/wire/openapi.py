@@ -38,7 +38,8 @@ ERROR_STATUSES: dict[int, str] = {
     499: "Client Closed Request: the client canceled the request",
     500: "Internal Server Error",
     503: (
-        "Service Unavailable: `unavailable` = at a capacity limit, not processed, retry; "
+        "Service Unavailable: `unavailable` = at a capacity limit (or the disk is full: "
+        "`storage_full`), not processed, retry; "
         "`outcome_unknown` = a remote write's outcome is unknown, reconcile, do not retry"
     ),
 }
