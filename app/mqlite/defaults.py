@@ -66,6 +66,7 @@ FILTER_PUBLISH_BUDGET_MS = 2000  # all filter evaluations of one Send (else 400,
 MAX_HEAD_BYTES = 16 << 10  # request line + headers of one request (431 over it)
 HEAD_TIMEOUT_S = 5.0  # a request head must be complete this long after connecting or
 # after the previous response (idle keep-alive and half-sent heads are closed)
+BODY_TIMEOUT_S = 60.0  # the whole body of one request, from its head (the original's ReadTimeout)
 MAX_CONNECTIONS = 4096  # open connections (503 over it); MQLITE_MAX_CONNECTIONS
 FD_RESERVE = 64  # descriptors kept free of connections (database, WAL, logs, listener)
 LARGE_BODY_BYTES = 1 << 20  # bodies over this are decoded on a worker thread and

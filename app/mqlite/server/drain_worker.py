@@ -18,6 +18,7 @@ from gunicorn.arbiter import Arbiter
 from uvicorn.server import Server
 from uvicorn_worker import UvicornWorker
 
+from mqlite import defaults
 from mqlite.server.fdlimit import connection_cap
 from mqlite.server.memory import pin_mmap_threshold
 from mqlite.server.protocol import BrokerHttpProtocol
@@ -39,6 +40,8 @@ class DrainWorker(UvicornWorker):  # type: ignore[misc]
         # httptools with the head bounds, the connection cap and JSON errors uvicorn
         # lacks (protocol.py); limit_concurrency stays off: the protocol answers it.
         "http": "mqlite.server.protocol:BrokerHttpProtocol",
+        # After a response, the head deadline of the next request (protocol.py).
+        "timeout_keep_alive": int(defaults.HEAD_TIMEOUT_S),
         "lifespan": "on",
         "timeout_graceful_shutdown": 8,
         "access_log": False,  # the app writes its own JSON access log

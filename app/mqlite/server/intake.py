@@ -5,7 +5,7 @@ may send cross-site without a preflight, never reaches an RPC) → the 32 MiB bo
 (413, before anything is buffered) → for a large body, a reservation from the in-flight
 budget (``MAX_INFLIGHT_BODY_BYTES`` for all clients together, waiting at most
 ``INFLIGHT_WAIT_S``, then 503), so eight 29 MB requests at once buffer two at a time
-and memory stays flat → the body within ``BODY_TIMEOUT_S`` (408) → the item bound (at
+and memory stays flat → the body (in time: the protocol's ``BODY_TIMEOUT_S``) → the item bound (at
 most ``MAX_REQUEST_ITEMS`` ``,`` and ``:``; one C-speed count, because msgspec holds
 the GIL for its whole decode: 2M properties held the loop 2 s per request, and a worker
 thread does not help) → the strict decode, on a worker thread for a large body (the
@@ -16,15 +16,12 @@ the response is built: the decoded request and its answer are what fills the mem
 from __future__ import annotations
 
 import asyncio
-import contextlib
-from collections.abc import AsyncIterator
 from typing import Any
 
 from starlette.types import Receive, Scope
 
 from mqlite import defaults, errors, wire
 
-BODY_TIMEOUT_S = 60.0  # the whole body of one request (the original's ReadTimeout)
 _ITEM_SCAN_BYTES = 64 << 10  # smaller bodies cannot hold enough items to matter
 
 
@@ -92,43 +89,55 @@ class Intake:
         self.cap = cap
         self.budget = ByteBudget(defaults.MAX_INFLIGHT_BODY_BYTES)
 
-    @contextlib.asynccontextmanager
-    async def request(
-        self, route: wire.Route[Any, Any], scope: Scope, receive: Receive
-    ) -> AsyncIterator[Any]:
-        """The decoded request; a large body's reservation lasts the ``with`` block."""
-        require_json(scope)
-        length = content_length(scope, self.cap)
-        hold = _Hold(self.budget)
+    def request(self, route: wire.Route[Any, Any], scope: Scope, receive: Receive) -> _Request:
+        """``async with intake.request(...) as req``: the decoded request; a large
+        body's reservation lasts the ``with`` block."""
+        return _Request(self, route, scope, receive)
+
+    async def read(self, receive: Receive, hold: _Hold) -> bytearray:
+        """The body in one buffer (no join copy). An undeclared length that grows past
+        ``LARGE_BODY_BYTES`` reserves the whole cap then. (The protocol bounds the time:
+        ``BODY_TIMEOUT_S``, then a disconnect.)"""
+        buf = bytearray()
+        while True:
+            message = await receive()
+            if message["type"] == "http.disconnect":
+                raise errors.Canceled("the client went away")
+            buf += message.get("body", b"")
+            if len(buf) > self.cap:
+                raise errors.MessageTooLarge(f"request body over {self.cap} bytes")
+            if not hold.n and len(buf) > defaults.LARGE_BODY_BYTES:
+                await hold.take(self.cap)
+            if not message.get("more_body", False):
+                return buf
+
+
+class _Request:
+    """The context manager of one request (a class: cheaper than a generator-based one
+    on the hot path)."""
+
+    __slots__ = ("hold", "intake", "receive", "route", "scope")
+
+    def __init__(
+        self, intake: Intake, route: wire.Route[Any, Any], scope: Scope, receive: Receive
+    ) -> None:
+        self.intake, self.route, self.scope, self.receive = intake, route, scope, receive
+        self.hold = _Hold(intake.budget)
+
+    async def __aenter__(self) -> Any:
+        require_json(self.scope)
+        length = content_length(self.scope, self.intake.cap)
         try:
             if length is not None and length > defaults.LARGE_BODY_BYTES:
-                await hold.take(length)
-            body = await self._read(receive, hold)
-            yield await decode(route, body)
-        finally:
-            await hold.give_back()
+                await self.hold.take(length)
+            body = await self.intake.read(self.receive, self.hold)
+            return await decode(self.route, body)
+        except BaseException:
+            await self.hold.give_back()
+            raise
 
-    async def _read(self, receive: Receive, hold: _Hold) -> bytearray:
-        """The body (one buffer, no join copy), within ``BODY_TIMEOUT_S``. An undeclared
-        length that grows past ``LARGE_BODY_BYTES`` reserves the whole cap then."""
-        buf = bytearray()
-        try:
-            async with asyncio.timeout(BODY_TIMEOUT_S):  # one timer, no task per chunk
-                while True:
-                    message = await receive()
-                    if message["type"] == "http.disconnect":
-                        raise errors.Canceled("the client went away")
-                    buf += message.get("body", b"")
-                    if len(buf) > self.cap:
-                        raise errors.MessageTooLarge(f"request body over {self.cap} bytes")
-                    if not hold.n and len(buf) > defaults.LARGE_BODY_BYTES:
-                        await hold.take(self.cap)
-                    if not message.get("more_body", False):
-                        return buf
-        except TimeoutError:
-            raise errors.RequestTimeout(
-                f"request body not received within {BODY_TIMEOUT_S:g} s"
-            ) from None
+    async def __aexit__(self, *exc: object) -> None:
+        await self.hold.give_back()
 
 
 class _Hold:

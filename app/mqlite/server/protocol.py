@@ -12,7 +12,9 @@ adds, per connection:
 - **Head deadline**: a head must be complete ``HEAD_TIMEOUT_S`` after the connection
   opened or the previous response ended (uvicorn's keep-alive timer, which data no
   longer cancels): idle keep-alive and half-sent heads are closed (a half-sent one
-  with a ``408`` first).
+  with a ``408`` first). **Body deadline**: the body must follow within
+  ``BODY_TIMEOUT_S`` (else ``408`` if no response started, and close): one timer per
+  request, cheaper than a timeout around the app's reads.
 - **Connection cap** (``configure``): over the cap the oldest connection waiting for a
   head with nothing sent yet is closed to make room; if none is, the new request is
   answered ``503 unavailable``; far over it (descriptors about to run out) a new
@@ -76,6 +78,7 @@ class BrokerHttpProtocol(HttpToolsProtocol):
         super().__init__(*args, **kwargs)
         self._in_head = True
         self._head_bytes = 0
+        self._body_timer: asyncio.TimerHandle | None = None
 
     # -- connection ---------------------------------------------------------------------
 
@@ -92,6 +95,7 @@ class BrokerHttpProtocol(HttpToolsProtocol):
     def connection_lost(self, exc: Exception | None) -> None:
         self._idle.pop(self, None)
         self._closing.discard(self)
+        self._cancel_body_timer()
         super().connection_lost(exc)
 
     def _live(self) -> int:
@@ -104,13 +108,25 @@ class BrokerHttpProtocol(HttpToolsProtocol):
             self.transport.close()
 
     def _wait_for_head(self) -> None:
-        """Arm the head deadline (uvicorn's keep-alive timer); idle until a byte arrives."""
-        self._unset_keepalive_if_required()
-        self.timeout_keep_alive_task = self.loop.call_later(
-            defaults.HEAD_TIMEOUT_S, self.timeout_keep_alive_handler
-        )
+        """Arm the head deadline (uvicorn's keep-alive timer, which uvicorn arms itself
+        after a response); idle until a byte arrives."""
+        if self.timeout_keep_alive_task is None:
+            self.timeout_keep_alive_task = self.loop.call_later(
+                defaults.HEAD_TIMEOUT_S, self.timeout_keep_alive_handler
+            )
         if self._head_bytes == 0:
             self._idle[self] = None
+
+    def _body_timeout(self) -> None:
+        self._body_timer = None
+        if not self.transport.is_closing():
+            message = f"request body not received within {defaults.BODY_TIMEOUT_S:g} s"
+            self._refuse(errors.RequestTimeout(message))
+
+    def _cancel_body_timer(self) -> None:
+        if self._body_timer is not None:
+            self._body_timer.cancel()
+            self._body_timer = None
 
     def timeout_keep_alive_handler(self) -> None:
         """The head deadline passed: close; say why if part of a head had arrived."""
@@ -175,6 +191,7 @@ class BrokerHttpProtocol(HttpToolsProtocol):
     def on_headers_complete(self) -> None:
         self._in_head = False
         self._unset_keepalive_if_required()  # the head arrived in time
+        self._body_timer = self.loop.call_later(defaults.BODY_TIMEOUT_S, self._body_timeout)
         if self._live() > self.max_connections or len(self.tasks) >= self.max_connections:
             app, self.app = self.app, _unavailable
             try:
@@ -185,6 +202,7 @@ class BrokerHttpProtocol(HttpToolsProtocol):
             super().on_headers_complete()
 
     def on_message_complete(self) -> None:
+        self._cancel_body_timer()
         super().on_message_complete()
         self._in_head, self._head_bytes = True, 0  # a pipelined head is bounded too
 
