@@ -11,6 +11,7 @@ from hypothesis import settings
 
 import mqlite
 from mqlite.clock import FakeClock
+from sqld_harness import Sqld, reset_database, sqld_binary
 
 # Property tests are reproducible: the default profile derandomizes (the same examples on
 # every run and machine, so a CI failure replays locally). HYPOTHESIS_PROFILE=explore
@@ -39,3 +40,20 @@ def engine(db_path: Path, clock: FakeClock) -> Iterator[mqlite.EmbeddedClient]:
         yield mq
     finally:
         mq.close()
+
+
+@pytest.fixture(scope="session")
+def sqld_server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Sqld]:
+    """One real libSQL server (sqld) for the session; ``remote_dsn`` empties it per test."""
+    server = Sqld(sqld_binary(), tmp_path_factory.mktemp("sqld") / "data").start()
+    try:
+        yield server
+    finally:
+        server.stop()
+
+
+@pytest.fixture
+def remote_dsn(sqld_server: Sqld) -> str:
+    """The DSN of an empty database on the session's sqld (``http://``: self-hosted)."""
+    reset_database(sqld_server.url)
+    return sqld_server.url

@@ -17,7 +17,7 @@ import os
 import re
 import secrets
 from collections.abc import Mapping
-from dataclasses import dataclass, replace
+from dataclasses import dataclass, field, replace
 
 from mqlite import defaults, errors
 
@@ -163,6 +163,8 @@ def is_loopback(host: str) -> bool:
 @dataclass(frozen=True, slots=True)
 class Settings:
     db: str = DEFAULT_DB
+    # The remote libSQL DSN's token (MQLITE_DB_AUTH_TOKEN): kept out of repr, logs, argv.
+    db_auth_token: str = field(default="", repr=False)
     sync: str = defaults.DEFAULT_SYNC
     max_message_bytes: int = defaults.MAX_MESSAGE_BYTES
     addr: str = DEFAULT_ADDR
@@ -235,6 +237,7 @@ class Settings:
             raise ConfigError(f"MQLITE_LOG_LEVEL={level!r} is not DEBUG/INFO/WARNING/ERROR")
         return cls(
             db=environ.get("MQLITE_DB", "").strip() or DEFAULT_DB,
+            db_auth_token=environ.get("MQLITE_DB_AUTH_TOKEN", "").strip(),
             sync=sync_from_env(environ),
             max_message_bytes=_int(
                 environ, "MQLITE_MAX_MESSAGE_BYTES", defaults.MAX_MESSAGE_BYTES, minimum=1

@@ -39,7 +39,7 @@ class MaintenanceScheduler:
         # What Observe reports as enabled: every task this scheduler runs (reclaim only
         # for a database file: in memory it does not apply).
         self._tasks = ["locks", "scheduled", "ttl", "dedup", "receipts", "retention"]
-        if not engine.store.location.is_memory:
+        if engine.store.location.path is not None:
             self._tasks.append("reclaim")
 
     def _add(self, name: str, fn: Callable[[], Any], every_ms: int, writer: bool = True) -> None:

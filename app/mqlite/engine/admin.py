@@ -18,7 +18,7 @@ from mqlite import errors
 from mqlite.engine import dlq, maintenance, peek
 from mqlite.engine.core import EngineCore, serialized
 from mqlite.engine.diagnostics import INTERRUPTIONS
-from mqlite.engine.store import SCHEMA_VERSION
+from mqlite.engine.store import SCHEMA_VERSION, require_file
 from mqlite.engine.validate import check_int
 from mqlite.types import Message, Stats
 
@@ -154,8 +154,8 @@ class AdminOps(EngineCore):
         location = self.store.location
         return {
             "backend": location.backend,
-            "remote": False,
-            "location": location.path or ":memory:",
+            "remote": location.is_remote,
+            "location": location.shown,
             "schema_version": SCHEMA_VERSION,
             "ping_ms": ping_ms,
             "db_size_bytes": self.store.db_size_bytes(),
@@ -252,14 +252,15 @@ class AdminOps(EngineCore):
     @serialized
     def reclaim_free_pages(self, force: bool = False) -> int:
         """Return free pages to the OS (file databases only)."""
-        if self.store.location.is_memory:
+        if self.store.location.path is None:
             return 0
         with self.store.connection() as conn:
             return maintenance.reclaim_free_pages(conn, force=force)
 
     def reclaim_pass(self) -> int:
-        """The maintenance task ``reclaim`` (inapplicable, so not run, in memory)."""
-        if self.store.location.is_memory:
+        """The maintenance task ``reclaim`` (inapplicable, so not run, in memory or on a
+        remote server, which compacts its own storage)."""
+        if self.store.location.path is None:
             return 0
         step = ("incremental_vacuum", self.reclaim_free_pages)  # outside a transaction
         return self._task("reclaim", step)[0]  # type: ignore[no-any-return]
@@ -268,7 +269,7 @@ class AdminOps(EngineCore):
     def checkpoint(self) -> int:
         """Checkpoint the WAL into the database and truncate it; returns the footprint
         (db + WAL + SHM) afterwards. File databases only (0 in memory)."""
-        if not self.store.location.is_memory:
+        if self.store.location.path is not None:
             with self.store.connection() as conn:
                 conn.execute(maintenance.WAL_CHECKPOINT_TRUNCATE_SQL).fetchall()
         return self.store.db_size_bytes()
@@ -279,6 +280,7 @@ class AdminOps(EngineCore):
         space the size of the database, and holds the writer for the duration."""
         if self.store.location.is_memory:
             return
+        require_file(self.store.location, "vacuum")
         with self.store.connection() as conn:
             conn.execute(maintenance.WAL_CHECKPOINT_TRUNCATE_SQL).fetchall()
             conn.execute(VACUUM_SQL)

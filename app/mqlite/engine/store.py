@@ -5,8 +5,10 @@ writes are serialized before SQLite sees them (no SQLITE_BUSY loops, no interlea
 local file is locked (``file_lock.py``: the sidecar ``<canonical path>.lock`` and the
 database file's inode) so a second opener -- another process, this one again, or a hard
 link -- fails fast with ``DBLocked`` instead of keeping a second WAL. A remote store (a
-later issue) implements the same four verbs: open, ``transaction()``, ``execute`` through
-the yielded connection, and ``recover``-on-open by the engine.
+remote libSQL server (``libsql://``, ``https://``, ``http://``; ``remote.py``) implements the
+same verbs through a connection that behaves like ``sqlite3``'s: the same schema and SQL,
+no file lock (``lease.py`` keeps one broker per database there), no PRAGMAs (the server
+owns durability), and a lost COMMIT acknowledgement raised as ``OutcomeUnknown``.
 """
 
 from __future__ import annotations
@@ -24,13 +26,18 @@ from importlib import resources
 from mqlite import defaults, errors
 from mqlite.engine import migrations
 from mqlite.engine.file_lock import DatabaseLock, check_free
+from mqlite.engine.remote import (
+    RemoteConnection,
+    RemoteTarget,
+    RemoteUnreachable,
+    is_remote,
+    parse_remote,
+)
 
 log = logging.getLogger("mqlite.engine")
 
 SCHEMA_VERSION = "6"
 MIN_SQLITE = (3, 37, 0)
-# DSN schemes of a remote libSQL server (Turso, sqld); refused until that store exists.
-REMOTE_SCHEMES = frozenset({"libsql", "http", "https", "ws", "wss"})
 
 # Columns an access_keys table must have for this binary to accept a database that has one.
 _ACCESS_KEYS_COLUMNS = (
@@ -57,17 +64,32 @@ def schema_statements() -> list[str]:
 
 @dataclass(frozen=True, slots=True)
 class Location:
-    """Where a DSN points: ``path`` is None for an in-memory database."""
+    """Where a DSN points: a local ``path``, a ``remote`` libSQL server, or neither
+    (an in-memory database)."""
 
     path: str | None
+    remote: RemoteTarget | None = None
 
     @property
     def is_memory(self) -> bool:
-        return self.path is None
+        return self.path is None and self.remote is None
+
+    @property
+    def is_remote(self) -> bool:
+        return self.remote is not None
 
     @property
     def backend(self) -> str:
+        if self.remote is not None:
+            return "remote libSQL/Turso"
         return "memory" if self.path is None else "local file"
+
+    @property
+    def shown(self) -> str:
+        """What Status shows: the path, ``:memory:``, or the masked remote host."""
+        if self.remote is not None:
+            return self.remote.masked
+        return self.path or ":memory:"
 
 
 def parse_dsn(dsn: str) -> Location:
@@ -77,12 +99,8 @@ def parse_dsn(dsn: str) -> Location:
     cannot weaken durability or the single-writer guard.
     """
     text = (dsn or "").strip()
-    scheme = text.split("://", 1)[0].lower() if "://" in text else ""
-    if scheme in REMOTE_SCHEMES:
-        raise errors.InvalidArgument(
-            f"database URL scheme {scheme}:// (remote libSQL/Turso) is not supported yet; "
-            "use a local file DSN such as file:/data/mq.db"
-        )
+    if is_remote(text):
+        return Location(None, parse_remote(text))
     if text.startswith("file:"):
         text = text[len("file:") :]
     text = text.split("?", 1)[0]
@@ -126,6 +144,7 @@ class Store:
         *,
         sync: str | None = None,
         busy_timeout_ms: int = defaults.BUSY_TIMEOUT_MS,
+        auth_token: str = "",
     ) -> None:
         if sqlite3.sqlite_version_info < MIN_SQLITE:
             raise errors.UnsupportedSQLite(
@@ -140,6 +159,7 @@ class Store:
         self.migrated_from: str | None = None  # the schema token an open migrated from
         if self.location.path is not None:
             self._file_lock = DatabaseLock(self.location.path)
+        self._auth_token = auth_token  # never logged, never in an exception message
         try:
             self.conn = self._connect(busy_timeout_ms)
             self._install_schema()
@@ -150,6 +170,9 @@ class Store:
     # -- opening -------------------------------------------------------------------------
 
     def _connect(self, busy_timeout_ms: int) -> sqlite3.Connection:
+        if self.location.remote is not None:
+            # Durability, journal mode and locking belong to the server: no PRAGMA here.
+            return RemoteConnection(self.location.remote, self._auth_token)  # type: ignore[return-value]
         target = self.location.path or ":memory:"
         conn = sqlite3.connect(target, isolation_level=None, check_same_thread=False)
         try:
@@ -244,8 +267,17 @@ class Store:
         return self._tx.depth > 0
 
     def _commit(self, conn: sqlite3.Connection) -> None:
-        """COMMIT the outermost transaction (a seam: tests inject a failing commit here)."""
-        conn.execute("COMMIT")
+        """COMMIT the outermost transaction (a seam: tests inject a failing commit here).
+
+        On a remote store a COMMIT whose exchange was cut may have been applied or not:
+        that is ``OutcomeUnknown``, never retried here and never reported as a rollback."""
+        try:
+            conn.execute("COMMIT")
+        except RemoteUnreachable as exc:
+            raise errors.OutcomeUnknown(
+                "the remote database did not acknowledge the commit: it may or may not have "
+                "applied; reconcile by message id (dedup) before resending"
+            ) from exc
 
     @contextmanager
     def connection(self) -> Iterator[sqlite3.Connection]:
@@ -369,6 +401,20 @@ class _Transaction:
                     log.exception("after-commit callback failed")
         finally:
             store.lock.release()
+
+
+def require_file(location: Location, what: str) -> str:
+    """The database file of ``location`` for a local-only operation (backup, vacuum,
+    restore, checkpoint): refused, naming the reason, for memory and a remote server."""
+    if location.remote is not None:
+        raise errors.InvalidArgument(
+            f"{what} is a local-file operation: the remote libSQL server "
+            f"{location.remote.masked} owns its storage (use the provider's backups and "
+            "compaction)"
+        )
+    if location.path is None:
+        raise errors.InvalidArgument(f"{what} needs a database file, not :memory:")
+    return location.path
 
 
 def check_lock_free(dsn: str) -> None:

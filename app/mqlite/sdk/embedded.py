@@ -21,7 +21,7 @@ from mqlite.config import sync_from_env
 from mqlite.engine import SCHEMA_VERSION, DiskLimits, DLQBounds, Engine, EngineTx
 from mqlite.engine import backup as snapshots
 from mqlite.engine.backup import DatabaseFacts, Progress, Snapshot
-from mqlite.engine.store import parse_dsn
+from mqlite.engine.store import parse_dsn, require_file
 from mqlite.scheduling import MaintenanceScheduler
 from mqlite.sdk.embedded_methods import EmbeddedMethods
 from mqlite.version import VERSION as __version__
@@ -77,6 +77,7 @@ class EmbeddedClient(EmbeddedMethods):
         dlq_max_bytes: int = 0,
         disk_floor_bytes: int = defaults.DISK_FLOOR_BYTES,
         disk_reserve_bytes: int = defaults.DISK_RESERVE_BYTES,
+        auth_token: str = "",
     ) -> None:
         if sync is None:
             sync = sync_from_env(os.environ)
@@ -87,6 +88,7 @@ class EmbeddedClient(EmbeddedMethods):
             max_message_bytes=max_message_bytes,
             dlq_defaults=DLQBounds(dlq_max_age_ms, dlq_max_count, dlq_max_bytes),
             disk=DiskLimits(disk_floor_bytes, disk_reserve_bytes),
+            auth_token=auth_token,
         )
         self._started_ms = self._engine.now_ms()
         if catch_up:
@@ -158,12 +160,7 @@ class EmbeddedClient(EmbeddedMethods):
         return VacuumResult(full, pages, before, engine.checkpoint())
 
     def _file_path(self, what: str) -> str:
-        path = self._engine.store.location.path
-        if path is None:
-            from mqlite import errors
-
-            raise errors.InvalidArgument(f"{what} needs a database file, not :memory:")
-        return path
+        return require_file(self._engine.store.location, what)
 
     # -- lifecycle ------------------------------------------------------------------------
 
@@ -195,6 +192,7 @@ def open_embedded(
     dlq_max_bytes: int = 0,
     disk_floor_bytes: int = defaults.DISK_FLOOR_BYTES,
     disk_reserve_bytes: int = defaults.DISK_RESERVE_BYTES,
+    auth_token: str = "",
 ) -> EmbeddedClient:
     """Open (creating if needed) a broker database in this process.
 
@@ -208,7 +206,8 @@ def open_embedded(
     retention bounds (0 = unbounded). ``disk_floor_bytes``: sends are refused with
     ``StorageFull`` while less is free on the database's filesystem (0: never), so
     consumers can drain; ``disk_reserve_bytes``: a reserve file released when the disk
-    fills anyway (0: none). Both apply to file databases only.
+    fills anyway (0: none). Both apply to file databases only. ``auth_token``: the token
+    of a remote libSQL DSN (``libsql://``, ``https://``, ``http://``); never logged.
     """
     return EmbeddedClient(
         dsn,
@@ -222,15 +221,20 @@ def open_embedded(
         dlq_max_bytes=dlq_max_bytes,
         disk_floor_bytes=disk_floor_bytes,
         disk_reserve_bytes=disk_reserve_bytes,
+        auth_token=auth_token,
     )
 
 
 # -- file operations that need no open client (they work beside a running broker) ----------
 
 
-def database_path(dsn: str) -> str | None:
-    """The canonical file a DSN names (None for ``:memory:``); the engine's own parsing."""
-    return parse_dsn(dsn).path
+def database_path(dsn: str, what: str = "this operation") -> str | None:
+    """The canonical file a DSN names (None for ``:memory:``); the engine's own parsing.
+    A remote libSQL DSN raises ``InvalidArgument`` naming why ``what`` is local-only."""
+    location = parse_dsn(dsn)
+    if location.remote is not None:
+        require_file(location, what)
+    return location.path
 
 
 def take_snapshot(

@@ -9,6 +9,7 @@ from typing import Any
 from mqlite.cli.args import output_flag
 from mqlite.cli.context import Context, Failure
 from mqlite.cli.output import size_text
+from mqlite.errors import InvalidArgument
 from mqlite.sdk.embedded import database_path
 
 
@@ -27,7 +28,10 @@ def local_path(ctx: Context, command: str) -> str:
             f"{command} is local-only: it opens the database file directly "
             "(unset MQLITE_ENDPOINT and set MQLITE_DB)"
         )
-    path = database_path(target.dsn)
+    try:
+        path = database_path(target.dsn, command)
+    except InvalidArgument as exc:
+        raise Failure(str(exc)) from None
     if path is None:
         raise Failure(f"{command} needs a database file, not {target.dsn!r}")
     return path
