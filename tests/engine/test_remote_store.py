@@ -117,3 +117,40 @@ def test_unreachable_server_fails_fast_with_a_storage_error(sqld_server: Sqld) -
     with pytest.raises(errors.StorageError) as caught:
         mqlite.open_embedded(f"http://127.0.0.1:{free_port()}", background=False)
     assert caught.value.category == "io"
+
+
+def test_a_lost_commit_acknowledgement_is_outcome_unknown_and_dedup_reconciles(
+    sqld_server: Sqld, remote_dsn: str
+) -> None:
+    """The proxy runs in its own process: the libsql client holds the GIL while it waits
+    on the network, so a proxy thread in this process could never answer it."""
+    import subprocess
+    import sys
+    from pathlib import Path
+
+    script = Path(__file__).with_name("cut_proxy.py")
+    proxy = subprocess.Popen(
+        [sys.executable, str(script), str(sqld_server.port)],
+        stdout=subprocess.PIPE,
+        stdin=subprocess.PIPE,
+        text=True,
+    )
+    try:
+        assert proxy.stdout is not None and proxy.stdin is not None
+        port = int(proxy.stdout.readline())
+        mq = mqlite.open_embedded(f"http://127.0.0.1:{port}", clock=FakeClock(T0), background=False)
+        try:
+            mq.create_queue("q", QueueConfig(dedup_window_ms=60_000))
+            proxy.stdin.write("arm\n")
+            proxy.stdin.flush()
+            assert proxy.stdout.readline().strip() == "armed"
+            with pytest.raises(errors.OutcomeUnknown):
+                mq.send_one("q", OutMessage(body=b"x", message_id="m1"))
+            # Reconcile as documented: resend with the same message id (dedup).
+            seq = mq.send_one("q", OutMessage(body=b"x", message_id="m1"))
+            assert [m.seq_number for m in mq.peek("q", max=10)] == [seq]  # exactly once
+        finally:
+            mq.close()
+    finally:
+        proxy.kill()
+        proxy.wait()
