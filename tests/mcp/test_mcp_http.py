@@ -94,3 +94,8 @@ def test_the_listener_refuses_a_missing_or_wrong_bearer(broker: Broker, tmp_path
 def test_http_needs_a_token_to_require(broker: Broker) -> None:
     r = run_mcp(mcp_env(broker, None), ["--http", "127.0.0.1:1"])
     assert r.returncode == 2 and "--http needs MQLITE_TOKEN" in r.stderr
+
+
+def test_a_taken_address_fails_at_startup(broker: Broker) -> None:
+    r = run_mcp(mcp_env(broker), ["--http", f"127.0.0.1:{broker.port}"])
+    assert r.returncode != 0 and "address already in use" in r.stderr

@@ -86,9 +86,10 @@ def app(server: Server[Any], token: str, host: str) -> ASGIApp:
     return BearerGate(inner, token)
 
 
-def serve_http(server: Server[Any], token: str, host: str, port: int) -> None:
-    """Serve until SIGINT/SIGTERM. Logs go to stderr through our handlers (no access log:
-    the forwarder logs one line per tool call)."""
+def serve_http(server: Server[Any], token: str, host: str, port: int) -> bool:
+    """Serve until SIGINT/SIGTERM; False if it never started (the address is taken).
+    Logs go to stderr through our handlers (no access log: the forwarder logs one line
+    per tool call, the gate one per refusal)."""
     config = uvicorn.Config(
         app(server, token, host),
         host=host,
@@ -97,4 +98,6 @@ def serve_http(server: Server[Any], token: str, host: str, port: int) -> None:
         access_log=False,
         lifespan="on",
     )
-    uvicorn.Server(config).run()
+    listener = uvicorn.Server(config)
+    listener.run()
+    return listener.started
