@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import json
 import subprocess
+import sys
 import time
 from pathlib import Path
 
@@ -114,3 +115,17 @@ def raw_session(env: dict[str, str]) -> list[dict[str, object]]:
 
 def test_stdout_is_only_the_protocol(broker: Broker) -> None:
     raw_session({"MQLITE_ENDPOINT": broker.base_url, "MQLITE_TOKEN": ADMIN_TOKEN})
+
+
+def test_without_the_extra_the_command_says_how_to_install_it() -> None:
+    code = (
+        "import sys\n"
+        "sys.modules['mcp'] = None  # as if mqlite[mcp] were not installed\n"
+        "from mqlite.mcp.main import main\n"
+        "sys.exit(main([]))\n"
+    )
+    r = subprocess.run(
+        [sys.executable, "-c", code], capture_output=True, text=True, timeout=60, check=False
+    )
+    assert r.returncode == 1 and r.stdout == ""
+    assert r.stderr.strip() == "mqlite-mcp: the MCP SDK is not installed: pip install 'mqlite[mcp]'"

@@ -10,12 +10,14 @@ from pathlib import Path
 from typing import Any
 
 import anyio
+import anyio.to_thread
 import pytest
 from jsonschema import Draft202012Validator
 from mcp_support import (
     ADMIN_TOKEN,
     GOLDEN,
     Broker,
+    BrokerFactory,
     mcp_env,
     now_ms,
     ok,
@@ -284,5 +286,27 @@ def test_a_monitor_token_starts_and_is_limited_by_the_broker(
             assert len((await c.list_tools()).tools) == len(TOOLS)
             error = tool_error(await c.call_tool("list_queues", {}))
             assert error["code"] == "permission_denied"
+
+    run(scenario)
+
+
+def test_a_broker_gone_mid_session_is_a_tool_error(
+    broker_factory: BrokerFactory, tmp_path: Path
+) -> None:
+    """The session outlives the broker: each call answers ``unavailable`` instead."""
+    own = broker_factory()
+    queue = own.create_queue()
+
+    async def scenario() -> None:
+        async with stdio_session(mcp_env(own), tmp_path / "err") as c:
+            ok(await c.call_tool("stats", {"queue": queue}))
+            await anyio.to_thread.run_sync(own.stop)
+            for tool, args in (
+                ("stats", {"queue": queue}),
+                ("send", {"queue": queue, "body": "x"}),
+            ):
+                error = tool_error(await c.call_tool(tool, args))
+                assert error["code"] == "unavailable", (tool, error)
+            assert len((await c.list_tools()).tools) == len(TOOLS)
 
     run(scenario)

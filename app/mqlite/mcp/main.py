@@ -30,7 +30,7 @@ log = logging.getLogger("mqlite.mcp")
 
 PROBE_TIMEOUT_S = 5.0
 CALL_TIMEOUT_S = 30.0
-INSTALL_HINT = "mqlite-mcp needs the MCP SDK: pip install 'mqlite[mcp]'"
+INSTALL_HINT = "the MCP SDK is not installed: pip install 'mqlite[mcp]'"
 
 
 class StartupError(Exception):
