@@ -12,5 +12,5 @@ negotiation, schemas and errors follow the protocol.
 - ``forward``: one tool call = one round trip, broker errors as tool errors;
 - ``server``: the MCP server over stdio; ``listener``: the same over streamable HTTP;
 - ``settings`` / ``main``: configuration (``MQLITE_ENDPOINT``, ``MQLITE_TOKEN[_FILE]``),
-  the startup probe, the ``mqlite-mcp`` command.
+  the startup probe, the ``mqlite-mcp`` command; ``logs``: JSON lines on stderr only.
 """
