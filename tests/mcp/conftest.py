@@ -7,9 +7,7 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
-from mcp_support import Broker, BrokerFactory
-
-MONITOR_TOKEN = "mqk_mcp_monitor_" + "b" * 24
+from mcp_support import MONITOR_TOKEN, Broker, BrokerFactory
 
 
 @pytest.fixture(scope="module")

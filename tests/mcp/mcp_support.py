@@ -42,11 +42,13 @@ from e2e_support import (
 MCP_COMMAND = str(Path(sys.executable).with_name("mqlite-mcp"))
 GOLDEN = Path(__file__).resolve().parents[1] / "golden" / "mcp_tools.json"
 STARTUP_DEADLINE_S = 20.0
+MONITOR_TOKEN = "mqk_mcp_monitor_" + "b" * 24  # in the module broker's MQLITE_MONITOR_TOKENS
 
 __all__ = [
     "ADMIN_TOKEN",
     "GOLDEN",
     "MCP_COMMAND",
+    "MONITOR_TOKEN",
     "Broker",
     "BrokerFactory",
     "free_port",

@@ -16,6 +16,7 @@ from jsonschema import Draft202012Validator
 from mcp_support import (
     ADMIN_TOKEN,
     GOLDEN,
+    MONITOR_TOKEN,
     Broker,
     BrokerFactory,
     mcp_env,
@@ -26,7 +27,6 @@ from mcp_support import (
     unique,
 )
 
-from conftest import MONITOR_TOKEN
 from mqlite.mcp.tools import TOOLS
 from mqlite.version import VERSION
 
