@@ -11,7 +11,6 @@ from typing import Any
 
 import anyio
 import anyio.to_thread
-import pytest
 from jsonschema import Draft202012Validator
 from mcp_support import (
     ADMIN_TOKEN,
@@ -277,17 +276,33 @@ def test_keys_topics_and_queue_admin(broker: Broker, tmp_path: Path) -> None:
     assert '"tool": "create_key"' in stderr  # it logs the call, never the secret
 
 
-@pytest.mark.parametrize("token", [MONITOR_TOKEN])
-def test_a_monitor_token_starts_and_is_limited_by_the_broker(
-    broker: Broker, tmp_path: Path, token: str
-) -> None:
+def test_observe_with_a_monitor_token_and_nothing_else(broker: Broker, tmp_path: Path) -> None:
+    """A read-only monitoring agent: the same tool list, observe answers, every other
+    tool is the broker's permission_denied; a send-only key may not observe."""
+    queue = broker.create_queue()
+    broker.send(queue, "waiting")
+    _, send_token = broker.create_key(["send"])
+
     async def scenario() -> None:
-        async with stdio_session(mcp_env(broker, token), tmp_path / "err") as c:
+        async with stdio_session(mcp_env(broker, MONITOR_TOKEN), tmp_path / "err") as c:
             assert len((await c.list_tools()).tools) == len(TOOLS)
-            error = tool_error(await c.call_tool("list_queues", {}))
+            seen = ok(await c.call_tool("observe", {}))
+            assert seen["access"] == "monitor" and seen["collection"]["state"] == "available"
+            (gauges,) = [q for q in seen["queues"] if q["queue"] == queue]
+            assert gauges["active"] == 1, gauges
+            assert seen["http"]["state"] == "available"
+            for tool, args in (("list_queues", {}), ("peek", {"queue": queue})):
+                error = tool_error(await c.call_tool(tool, args))
+                assert error["code"] == "permission_denied", (tool, error)
+        async with stdio_session(mcp_env(broker), tmp_path / "err") as c:
+            assert ok(await c.call_tool("observe", {}))["access"] == "manage"
+        async with stdio_session(mcp_env(broker, send_token), tmp_path / "err") as c:
+            error = tool_error(await c.call_tool("observe", {}))
             assert error["code"] == "permission_denied"
 
     run(scenario)
+    stderr = (tmp_path / "err").read_text()
+    assert MONITOR_TOKEN not in stderr and send_token not in stderr
 
 
 def test_a_broker_gone_mid_session_is_a_tool_error(

@@ -73,6 +73,7 @@ def test_the_hints_are_the_ones_agents_rely_on() -> None:
     read_only = {t.name for t in TOOLS if t.read_only}
     destructive = {t.name for t in TOOLS if t.destructive}
     assert read_only == {
+        "observe",
         "list_queues",
         "list_subscriptions",
         "test_filter",
@@ -93,6 +94,7 @@ def test_the_tool_list_is_the_golden_one() -> None:
 
 def test_the_issue_s_tool_set() -> None:
     assert [t.name for t in TOOLS] == [
+        "observe",
         "list_queues",
         "create_queue",
         "delete_queue",

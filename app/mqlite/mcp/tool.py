@@ -88,6 +88,8 @@ class Tool:
         permission = str(self.route.permission)
         if permission == "manage":
             needs = "Needs an administrator credential (`manage`)."
+        elif permission == "monitor":
+            needs = "Needs a monitor credential (read-only) or an administrator one (`manage`)."
         elif permission in ("send", "listen"):
             needs = f"Needs a credential with `{permission}` (or `manage`)."
         else:

@@ -83,6 +83,18 @@ def _purge_bounded(args: Arguments) -> tuple[wire.Route[Any, Any], Arguments]:
 
 TOOLS: tuple[Tool, ...] = (
     Tool(
+        "observe",
+        wire.OBSERVE,
+        R,
+        "The broker's complete observation, the same snapshot /metrics and `mqlite "
+        "observe` read: availability and freshness (`collection.state`: read it first; "
+        "`queues` is null while the collection is unavailable), per-queue gauges (backlog "
+        "by state, oldest message age, dead letters), committed message effects, storage "
+        "operations, maintenance tasks and their recent failures, filter failures and HTTP "
+        "measurements. Takes no arguments. Counters reset when the broker restarts. Use it "
+        "to check health, or find backed-up or failing queues, before acting.",
+    ),
+    Tool(
         "list_queues",
         wire.LIST_QUEUES,
         R,
@@ -290,8 +302,8 @@ NOT_TOOLS: Mapping[str, str] = MappingProxyType(
         "one message per call (complete)",
         wire.RENEW.name: "answers only ok: the renew tool sends a one-item RenewBatch, "
         "which reports the committed deadline (the SDK's renew does the same)",
-        wire.STATUS.name: "the CLI's desensitized banner; observe is the agents' view of "
-        "the broker",
+        wire.STATUS.name: "a subset of what observe reports (version, backend, footprint, "
+        "counts); one health view keeps an agent from guessing which to call",
     }
 )
 
