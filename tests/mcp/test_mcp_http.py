@@ -91,6 +91,30 @@ def test_the_listener_refuses_a_missing_or_wrong_bearer(broker: Broker, tmp_path
     assert "refused: missing or wrong bearer token" in log and "mqk_wrong_" not in log
 
 
+def test_the_listener_answers_hostile_requests_with_a_clear_4xx(
+    broker: Broker, tmp_path: Path
+) -> None:
+    """Even with the right bearer: a foreign Host or Origin (DNS rebinding, a web page),
+    a body that is not JSON, or one over the SDK's 4 MiB cap is refused before any tool
+    runs, each with its own 4xx; never a 500, and the listener goes on serving."""
+    auth = {**MCP_HEADERS, "Authorization": f"Bearer {ADMIN_TOKEN}"}
+    json_auth = {**auth, "Content-Type": "application/json"}
+    with http_listener(mcp_env(broker), tmp_path / "err") as (_, url):
+        for headers, body, status in (
+            ({**json_auth, "Host": "evil.example"}, json.dumps(INIT).encode(), 421),
+            ({**json_auth, "Origin": "https://evil.example"}, json.dumps(INIT).encode(), 403),
+            ({**auth, "Content-Type": "text/plain"}, json.dumps(INIT).encode(), 400),
+            (json_auth, b"{not json", 400),
+            (json_auth, b'{"a": "' + b"x" * (4 << 20) + b'"}', 413),
+        ):
+            r = httpx.post(url, content=body, headers=headers, timeout=20)
+            assert r.status_code == status, (headers.get("Host"), r.status_code, r.text[:200])
+        r = httpx.post(url, json=INIT, headers=auth, timeout=10)
+        assert r.status_code == 200 and r.json()["result"]["serverInfo"]["name"] == "mqlite-mcp"
+    log = (tmp_path / "err").read_text()
+    assert "Invalid Host header: evil.example" in log and "Traceback" not in log
+
+
 def test_http_needs_a_token_to_require(broker: Broker) -> None:
     r = run_mcp(mcp_env(broker, None), ["--http", "127.0.0.1:1"])
     assert r.returncode == 2 and "--http needs MQLITE_TOKEN" in r.stderr

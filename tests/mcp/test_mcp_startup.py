@@ -56,6 +56,12 @@ def test_the_token_can_come_from_a_file(broker: Broker, tmp_path: Path) -> None:
     assert two.returncode == 2 and "exactly one token" in two.stderr and "one" not in two.stdout
 
 
+def test_the_endpoint_defaults_to_the_local_broker_port() -> None:
+    for environ in ({}, {"MQLITE_ENDPOINT": "  "}):
+        s = Settings.from_env(environ)
+        assert (s.origin, s.token, s.http) == ("http://127.0.0.1:6754", None, None)
+
+
 def test_settings_never_show_the_token() -> None:
     s = Settings.from_env({"MQLITE_ENDPOINT": "mqlite://sekrit@h", "MQLITE_TOKEN": "sekrit"})
     assert s.token == "sekrit" and s.origin == "http://h:6754"
