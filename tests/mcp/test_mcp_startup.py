@@ -123,6 +123,15 @@ def test_stdout_is_only_the_protocol(broker: Broker) -> None:
     raw_session({"MQLITE_ENDPOINT": broker.base_url, "MQLITE_TOKEN": ADMIN_TOKEN})
 
 
+def test_a_token_in_an_mqlite_url_serves_and_is_never_shown(broker: Broker) -> None:
+    """``mqlite://TOKEN@host`` carries the credential: it works, and neither the startup
+    failure nor a session's logs print it (they show the credential-free origin)."""
+    raw_session({"MQLITE_ENDPOINT": f"mqlite://{ADMIN_TOKEN}@127.0.0.1:{broker.port}"})
+    r = run_mcp({"MQLITE_ENDPOINT": f"mqlite://{ADMIN_TOKEN}@127.0.0.1:{free_port()}"})
+    assert r.returncode == 1 and "no broker answers at http://127.0.0.1:" in r.stderr
+    assert ADMIN_TOKEN not in r.stderr and r.stdout == ""
+
+
 def test_without_the_extra_the_command_says_how_to_install_it() -> None:
     code = (
         "import sys\n"
