@@ -30,6 +30,7 @@ def make_app(broker: str, results: str, queue: str, options: dict[str, Any]) -> 
         task_reject_on_worker_lost=True,
         broker_transport_options=options,
         broker_connection_retry_on_startup=True,
+        worker_lost_wait=1.0,  # a crashed pool process is reported in 1 s, not 10
     )
     return app
 

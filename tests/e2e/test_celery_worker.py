@@ -84,7 +84,7 @@ def test_tasks_run_results_arrive_eta_waits_and_inspect_answers(
         assert [m.message_id for m in scheduled] == [eta.id]
     assert [r.get(timeout=30) for r in sums] == [2 * i for i in range(20)]
     ran_ms = eta.get(timeout=30)
-    assert ran_ms >= sent_ms + countdown_s * 1000, (ran_ms - sent_ms)
+    assert ran_ms >= sent_ms + countdown_s * 1000, ran_ms - sent_ms
     pong = celery(["inspect", "ping", "-d", w.node, "-t", "10"], remote.env, remote.root)
     assert "pong" in pong, pong
     assert w.stop() == 0
@@ -125,16 +125,19 @@ def test_rejections_dead_letter_with_their_reason_and_the_delivery_limit_bounds_
     failed = s.send("fail", "f1")
     crashed = s.send("crash", "c1")
     with mq(broker) as client:
+
         def dead() -> dict[str, mqlite.Message] | None:
             got = {m.message_id: m for m in client.peek(s.queue, State.DEAD_LETTERED)}
             return got if len(got) == 3 else None
 
         letters = wait_for("three dead letters", dead, 60)
-    assert (letters[refused.id].dead_letter_reason, letters[refused.id].dead_letter_description) == (
-        "Reject", "bad input r1"
-    )
+    assert (
+        letters[refused.id].dead_letter_reason,
+        letters[refused.id].dead_letter_description,
+    ) == ("Reject", "bad input r1")
     assert (letters[failed.id].dead_letter_reason, letters[failed.id].dead_letter_description) == (
-        "ValueError", "cannot process f1"
+        "ValueError",
+        "cannot process f1",
     )
     # The crashing task was redelivered up to the queue's bound, then dead-lettered.
     assert letters[crashed.id].dead_letter_reason == "MaxDeliveryCountExceeded"
@@ -186,7 +189,9 @@ def test_2000_tasks_through_two_workers_none_lost_none_twice(
     s.app.close()
 
 
-def test_celery_purge_empties_the_queue_scheduled_tasks_included(broker: Broker, tmp_path: Path) -> None:
+def test_celery_purge_empties_the_queue_scheduled_tasks_included(
+    broker: Broker, tmp_path: Path
+) -> None:
     s = Setup(f"mqlite+{broker.base_url}", tmp_path, token=ADMIN_TOKEN)
     with s.app.producer_or_acquire() as producer:
         for i in range(50):

@@ -32,7 +32,8 @@ from mqlite import errors
 from mqlite.kombu import mapping
 from mqlite.kombu.leases import Lease
 from mqlite.kombu.polling import Poller, Slots
-from mqlite.types import Message, QueueConfig, ReceiveMode, State
+from mqlite.types import Message as MqMessage
+from mqlite.types import QueueConfig, ReceiveMode, State
 
 if TYPE_CHECKING:
     from mqlite.kombu.transport import Transport
@@ -49,13 +50,13 @@ UNROUTABLE = (
 )
 
 
-class KombuMessage(virtual.Message):  # type: ignore[misc]
+class KombuMessage(virtual.Message):
     """A delivered message; ``dead_letter`` = (reason, description) for a reject."""
 
     dead_letter: tuple[str, str] | None = None
 
 
-class DirectExchange(vexchange.DirectExchange):  # type: ignore[misc]
+class DirectExchange(vexchange.DirectExchange):
     """Local bindings, unless the exchange is transient (then the broker routes)."""
 
     def deliver(self, message: Any, exchange: str, routing_key: str, **kwargs: Any) -> None:
@@ -67,20 +68,20 @@ class DirectExchange(vexchange.DirectExchange):  # type: ignore[misc]
             channel._put(queue, message)
 
 
-class TopicExchange(vexchange.TopicExchange):  # type: ignore[misc]
+class TopicExchange(vexchange.TopicExchange):
     """Always broker-routed: the binding patterns are the subscriptions' filters."""
 
     def deliver(self, message: Any, exchange: str, routing_key: str, **kwargs: Any) -> None:
         self.channel._put_fanout(exchange, message, routing_key)
 
 
-class Channel(virtual.Channel):  # type: ignore[misc]
+class Channel(virtual.Channel):
     Message = KombuMessage
     do_restore = False  # unacked messages stay locked in the broker: nothing to re-put
     supports_fanout = True  # every binding reaches _queue_bind
-    body_encoding = None  # bodies travel as bytes, never base64 inside JSON
-    from_transport_options = ()
-    exchange_types = {
+    body_encoding = None  # type: ignore[assignment]  # bytes, never base64 inside JSON
+    from_transport_options = ()  # type: ignore[assignment]  # Options parses ours
+    exchange_types = {  # noqa: RUF012  (kombu instantiates it per channel)
         "direct": DirectExchange,
         "topic": TopicExchange,
         "fanout": vexchange.FanoutExchange,
@@ -185,11 +186,15 @@ class Channel(virtual.Channel):  # type: ignore[misc]
 
     # -- consuming ------------------------------------------------------------------------
 
-    def basic_qos(self, prefetch_size: int = 0, prefetch_count: int = 0, apply_global: bool = False) -> None:
+    def basic_qos(
+        self, prefetch_size: int = 0, prefetch_count: int = 0, apply_global: bool = False
+    ) -> None:
         super().basic_qos(prefetch_size, prefetch_count, apply_global)
         self.slots.set_limit(prefetch_count or 0)
 
-    def basic_consume(self, queue: str, no_ack: bool, callback: Any, consumer_tag: str, **kwargs: Any) -> Any:
+    def basic_consume(
+        self, queue: str, no_ack: bool, callback: Any, consumer_tag: str, **kwargs: Any
+    ) -> Any:
         self._ensure(queue)
         result = super().basic_consume(queue, no_ack, callback, consumer_tag, **kwargs)
         self._pollers[consumer_tag] = self.connection.start_poller(self, queue, no_ack)
@@ -201,7 +206,7 @@ class Channel(virtual.Channel):  # type: ignore[misc]
             poller.stop()
         return super().basic_cancel(consumer_tag)
 
-    def deliver(self, poller: Poller, m: Message) -> None:
+    def deliver(self, poller: Poller, m: MqMessage) -> None:
         """Hand a claimed message to its consumer's callback (from ``drain_events``)."""
         tag = uuid.uuid4().hex
         if not poller.no_ack:
@@ -253,8 +258,9 @@ class Channel(virtual.Channel):  # type: ignore[misc]
             message = self.qos.get(tag)
         except KeyError:
             return "rejected", ""
-        if message.dead_letter is not None:
-            return message.dead_letter
+        noted: tuple[str, str] | None = message.dead_letter
+        if noted is not None:
+            return noted
         headers = message.headers or {}
         task = headers.get("task")
         what = f"task {task}[{headers.get('id')}]" if task else "the message"
@@ -271,7 +277,9 @@ class Channel(virtual.Channel):  # type: ignore[misc]
 
     # -- teardown -------------------------------------------------------------------------
 
-    def queue_delete(self, queue: str, if_unused: bool = False, if_empty: bool = False, **kwargs: Any) -> None:
+    def queue_delete(
+        self, queue: str, if_unused: bool = False, if_empty: bool = False, **kwargs: Any
+    ) -> None:
         if if_empty and self._size(queue):
             return
         self._remove(queue)

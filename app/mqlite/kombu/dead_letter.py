@@ -38,7 +38,9 @@ def reason_of(exc: BaseException) -> tuple[str, str]:
 
 
 class Request(CeleryRequest):  # type: ignore[misc]
-    def on_failure(self, exc_info: Any, send_failed_event: bool = True, return_ok: bool = False) -> Any:
+    def on_failure(
+        self, exc_info: Any, send_failed_event: bool = True, return_ok: bool = False
+    ) -> Any:
         message = self._message
         if hasattr(type(message), "dead_letter"):  # an mqlite message
             message.dead_letter = reason_of(exc_info.exception)

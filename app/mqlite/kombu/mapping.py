@@ -124,9 +124,10 @@ def outgoing(payload: Mapping[str, Any], routing_key: str, now_ms: int) -> Outgo
     props = dict(payload.get("properties") or {})
     info = props.get("delivery_info") or {}
     task = headers.get("task")
-    check_priority(props.get("priority"), f"priority={props.get('priority')!r}" + (
-        f" on task {task}" if task else ""
-    ))
+    check_priority(
+        props.get("priority"),
+        f"priority={props.get('priority')!r}" + (f" on task {task}" if task else ""),
+    )
     rest = {k: v for k, v in props.items() if k not in _NATIVE}
     properties = {HEADERS: _json(headers), EXCHANGE: str(info.get("exchange") or "")}
     if rest:
@@ -254,9 +255,7 @@ def queue_config(
             known = ", ".join(sorted(_MQLITE_ARGS))
             raise errors.InvalidArgument(f"queue {name!r}: unknown argument {key} ({known})")
         elif key not in _IGNORED_ARGS:
-            raise errors.InvalidArgument(
-                f"queue {name!r}: argument {key} has no mqlite equivalent"
-            )
+            raise errors.InvalidArgument(f"queue {name!r}: argument {key} has no mqlite equivalent")
     if "default_ttl_ms" in changes:
         # kombu's control queues set a message TTL: expired control messages vanish,
         # they do not fill the DLQ.

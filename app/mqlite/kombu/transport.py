@@ -13,7 +13,6 @@ from __future__ import annotations
 import logging
 import os
 import queue as stdqueue
-import socket
 import threading
 from dataclasses import dataclass
 from typing import Any
@@ -22,8 +21,8 @@ from kombu.transport import virtual
 
 from mqlite import defaults, errors
 from mqlite.clock import SYSTEM_CLOCK
+from mqlite.kombu import channel as channels
 from mqlite.kombu import clients, mapping
-from mqlite.kombu.channel import Channel
 from mqlite.kombu.leases import Lease, LeaseBook
 from mqlite.kombu.polling import Delivery, Poller
 from mqlite.sdk.endpoint import ConnectionFailed
@@ -79,18 +78,18 @@ class Options:
         return f"Options(queue_defaults={self.queue_defaults!r}, wait_ms={self.wait_ms})"
 
 
-class Transport(virtual.Transport):  # type: ignore[misc]
-    Channel = Channel
+class Transport(virtual.Transport):
+    Channel = channels.Channel
     driver_type = "mqlite"
     driver_name = "mqlite"
-    default_port = defaults.PORT
-    polling_interval = None  # never sleeps: drain_events waits on the inbox
+    default_port = defaults.PORT  # type: ignore[assignment]
+    polling_interval = None  # type: ignore[assignment]  # never sleeps: drain_events waits on the inbox
     implements = virtual.Transport.implements.extend(
         asynchronous=False,
         exchange_type=frozenset(["direct", "topic", "fanout"]),
         heartbeats=False,
     )
-    connection_errors = (
+    connection_errors = (  # type: ignore[assignment]
         *virtual.Transport.connection_errors,
         ConnectionFailed,
         errors.Unavailable,
@@ -98,7 +97,10 @@ class Transport(virtual.Transport):  # type: ignore[misc]
         errors.Unauthenticated,
         errors.PermissionDenied,
     )
-    channel_errors = (*virtual.Transport.channel_errors, errors.MQLiteError)
+    channel_errors = (  # type: ignore[assignment]
+        *virtual.Transport.channel_errors,
+        errors.MQLiteError,
+    )
 
     def __init__(self, client: Any, **kwargs: Any) -> None:
         super().__init__(client, **kwargs)
@@ -181,7 +183,7 @@ class Transport(virtual.Transport):  # type: ignore[misc]
 
     # -- consuming ------------------------------------------------------------------------
 
-    def start_poller(self, channel: Channel, queue: str, no_ack: bool) -> Poller:
+    def start_poller(self, channel: channels.Channel, queue: str, no_ack: bool) -> Poller:
         remote = self.target.remote
         if remote:
             self._hold()
@@ -209,15 +211,15 @@ class Transport(virtual.Transport):  # type: ignore[misc]
             self.leases.add(lease)
         return lease
 
-    def drain_events(self, connection: Any, timeout: float | None = None) -> None:
+    def drain_events(self, connection: Any, timeout: float | None = None, **kwargs: Any) -> None:
         try:
             item = self.inbox.get(timeout=timeout)
         except stdqueue.Empty:
-            raise socket.timeout() from None
+            raise TimeoutError() from None  # socket.timeout: what kombu's callers catch
         if isinstance(item, BaseException):
             raise item
         poller, m = item.poller, item.message
-        channel: Channel = poller.channel  # type: ignore[attr-defined]
+        channel: channels.Channel = poller.channel  # type: ignore[attr-defined]
         if poller.stopped or channel.closed:
             if not poller.no_ack:
                 self.settle(self._lease(poller.queue, m), "abandon")
@@ -232,7 +234,9 @@ class Transport(virtual.Transport):  # type: ignore[misc]
             self._leases.discard(lease)
         mq = self._mq
         if mq is None:
-            log.warning("message %d in %r not settled: connection closed", lease.seq_number, lease.queue)
+            log.warning(
+                "message %d in %r not settled: connection closed", lease.seq_number, lease.queue
+            )
             return
         try:
             if verb == "complete":
@@ -250,7 +254,9 @@ class Transport(virtual.Transport):  # type: ignore[misc]
                 lease.queue,
             )
         except errors.Closed:
-            log.warning("message %d in %r not settled: client closed", lease.seq_number, lease.queue)
+            log.warning(
+                "message %d in %r not settled: client closed", lease.seq_number, lease.queue
+            )
 
     # -- publishing and declaring ---------------------------------------------------------
 
@@ -318,4 +324,3 @@ class Transport(virtual.Transport):  # type: ignore[misc]
                 "configured them",
                 queue,
             )
-
