@@ -205,3 +205,13 @@ def test_celery_purge_empties_the_queue_scheduled_tasks_included(
         assert "Purged 55 messages" in out, out
         assert client.stats(s.queue).total == 0
     s.app.close()
+
+
+def test_the_connection_fails_fast_on_a_wrong_token_and_never_shows_it(broker: Broker) -> None:
+    from kombu import Connection
+
+    options = {"token": "mqk_wrong_token_value"}
+    with Connection(f"mqlite+{broker.base_url}", transport_options=options) as conn:
+        with pytest.raises(mqlite.errors.Unauthenticated):
+            conn.connect()
+        assert "wrong_token" not in conn.as_uri() and "wrong_token" not in repr(conn.transport)

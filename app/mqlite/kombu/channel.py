@@ -26,6 +26,7 @@ import uuid
 from typing import TYPE_CHECKING, Any
 
 from kombu.transport import virtual
+from kombu.transport.base import to_rabbitmq_queue_arguments
 from kombu.transport.virtual import exchange as vexchange
 
 from mqlite import errors
@@ -109,6 +110,11 @@ class Channel(virtual.Channel):
         if declared is None:
             return False
         return declared["type"] in ("topic", "fanout") or not declared["durable"]
+
+    def prepare_queue_arguments(self, arguments: Any, **kwargs: Any) -> Any:
+        """kombu's ``Queue(message_ttl=, expires=, max_priority=, ...)`` as the AMQP
+        arguments ``mapping.queue_config`` maps or refuses (as RabbitMQ's transports do)."""
+        return to_rabbitmq_queue_arguments(arguments, **kwargs)
 
     def _new_queue(self, queue: str, **kwargs: Any) -> None:
         cfg = mapping.queue_config(queue, kwargs.get("arguments"), self.connection.queue_defaults)
