@@ -17,6 +17,7 @@ import logging
 import queue as stdqueue
 import random
 import threading
+import time
 from collections.abc import Callable
 from dataclasses import dataclass
 
@@ -30,6 +31,7 @@ log = logging.getLogger("mqlite.kombu")
 UNLIMITED_CAP = 64  # in-flight bound of a channel without a prefetch count (kombu's 0)
 MAX_BATCH = 32  # messages asked for by one Receive
 RETRY_CAP_MS = 5_000
+GATHER_MS = 5.0  # how long a busy poll waits for more free slots (see Slots.take)
 
 
 class Slots:
@@ -48,17 +50,28 @@ class Slots:
 
     def take(self, most: int, stopped: Callable[[], bool]) -> int:
         """Block until at least one slot is free; take up to ``most``. 0 once closed or
-        ``stopped()``."""
+        ``stopped()``.
+
+        A busy worker frees slots one settlement at a time; rather than one Receive per
+        freed slot, wait up to ``GATHER_MS`` for half the window to be free (an idle
+        worker's window is all free, so nothing waits then)."""
         with self._cond:
+            gather_until: float | None = None
             while True:
                 if self._closed or stopped():
                     return 0
                 limit = self._limit or UNLIMITED_CAP
                 free = limit - self._used
                 if free > 0:
-                    n = min(free, most)
-                    self._used += n
-                    return n
+                    now = time.monotonic()
+                    if gather_until is None:
+                        gather_until = now + GATHER_MS / 1000.0
+                    if free * 2 >= limit or free >= most or now >= gather_until:
+                        n = min(free, most)
+                        self._used += n
+                        return n
+                    self._cond.wait(gather_until - now)
+                    continue
                 self._cond.wait()
 
     def give(self, n: int = 1) -> None:
