@@ -123,7 +123,12 @@ def test_topic_bindings_route_in_the_broker_by_pattern(conn: Connection) -> None
     producer = Producer(conn, exchange=ex)
     for key in ("worker.heartbeat", "task.sent", "worker.a.b"):
         producer.publish({"k": key}, routing_key=key, declare=[ex])
-    assert [m.subject for m in mq(conn).peek("worker-events")] == ["worker.heartbeat"]
+    # Transient traffic (Celery's events) goes out while the topic has subscribers.
+    producer.publish({"k": "lossy"}, routing_key="worker.online", delivery_mode=1)
+    subjects = [m.subject for m in mq(conn).peek("worker-events")]
+    assert subjects == ["worker.heartbeat", "worker.online"]
+    nobody = Exchange("unwatched", type="topic")
+    Producer(conn, exchange=nobody).publish("x", routing_key="a", delivery_mode=1, declare=[nobody])
 
 
 def test_a_transient_direct_exchange_routes_replies_another_process_bound(url: str) -> None:

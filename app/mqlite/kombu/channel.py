@@ -188,7 +188,8 @@ class Channel(virtual.Channel):
         self.connection.publish(queue, message, key, topic=False)
 
     def _put_fanout(self, exchange: str, message: Any, routing_key: str, **kwargs: Any) -> None:
-        self.connection.publish(exchange, message, routing_key or "", topic=True)
+        lossy = self.state.exchanges.get(exchange, {}).get("type") == "topic"
+        self.connection.publish(exchange, message, routing_key or "", topic=True, lossy=lossy)
 
     # -- consuming ------------------------------------------------------------------------
 
@@ -337,12 +338,15 @@ class Channel(virtual.Channel):
             if not got:
                 return n
 
-    def close(self) -> None:
-        if self.closed:
-            return
+    def stop_polling(self) -> None:
         for poller in self._pollers.values():
             poller.stop()
         self.slots.close()
+
+    def close(self) -> None:
+        if self.closed:
+            return
+        self.stop_polling()
         if self.connection is not None:
             try:
                 # AMQP requeues what a closed channel held; auto-delete queues go with it.

@@ -159,12 +159,25 @@ class Poller:
                     continue
                 failures = 0
                 self.slots.give(n - len(got))
+                if self.stopped:  # claimed by a poll parked when its consumer went away
+                    self._give_back(got)
+                    return
                 for m in got:
                     if not self.no_ack:
                         self._on_claimed(m)
                     self._inbox.put(Delivery(self, m))
         finally:
             self._on_exit()
+
+    def _give_back(self, got: list[Message]) -> None:
+        self.slots.give(len(got))
+        if self.no_ack:
+            return  # received and deleted: AMQP drops what an auto-delete queue held
+        for m in got:
+            try:
+                self.client.abandon(self.queue, m.seq_number, m.lock_token)
+            except Exception as exc:  # the lock expires instead
+                log.warning("message %d in %r not given back: %s", m.seq_number, self.queue, exc)
 
     def _failed(self, exc: Exception, failures: int) -> None:
         if isinstance(exc, errors.Unauthenticated | errors.PermissionDenied):

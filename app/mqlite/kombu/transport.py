@@ -31,7 +31,7 @@ from mqlite.types import Message, OrderingMode, QueueConfig
 
 log = logging.getLogger("mqlite.kombu")
 
-UNROUTABLE_QUIET_MS = 5_000  # transient traffic to a topic nobody subscribes is not retried
+TOPICS_TTL_MS = 5_000  # how long the set of subscribed topics is trusted for lossy traffic
 
 
 def _seconds(options: dict[str, Any], name: str, default: float, low: float, high: float) -> float:
@@ -113,7 +113,7 @@ class Transport(virtual.Transport):
         self._leases: LeaseBook | None = None
         self._holders = 0
         self._hold_lock = threading.Lock()
-        self._quiet: dict[tuple[str, str], float] = {}
+        self._topics: tuple[float, set[str]] | None = None
         self._warned_manage = False
 
     def __repr__(self) -> str:
@@ -158,6 +158,10 @@ class Transport(virtual.Transport):
         return result
 
     def close_connection(self, connection: Any) -> None:
+        if self._mq is not None:
+            for channel in list(self.channels):
+                channel.stop_polling()
+            self._give_back_inbox()
         super().close_connection(connection)
         if self._leases is not None:
             self._leases.stop()
@@ -166,6 +170,17 @@ class Transport(virtual.Transport):
             self._mq = None
             return
         self._drop()
+
+    def _give_back_inbox(self) -> None:
+        """Claimed but never handed to a consumer: back to the queue at once (AMQP
+        requeues what a closed connection held), not when the locks expire."""
+        while True:
+            try:
+                item = self.inbox.get_nowait()
+            except stdqueue.Empty:
+                return
+            if isinstance(item, Delivery) and not item.poller.no_ack:
+                self.settle(self._lease(item.poller.queue, item.message), "abandon")
 
     def _hold(self) -> None:
         with self._hold_lock:
@@ -260,10 +275,16 @@ class Transport(virtual.Transport):
 
     # -- publishing and declaring ---------------------------------------------------------
 
-    def publish(self, name: str, payload: Any, routing_key: str, *, topic: bool) -> None:
+    def publish(
+        self, name: str, payload: Any, routing_key: str, *, topic: bool, lossy: bool = False
+    ) -> None:
+        """Send to queue ``name`` or, with ``topic``, to the topic an exchange maps to.
+
+        ``lossy``: a transient message to a topic exchange (Celery's worker events, every
+        2 s): sent only while the topic has subscribers (looked up at most every 5 s), so
+        an unwatched worker costs the broker no failed request per heartbeat."""
         out = mapping.outgoing(payload, routing_key, SYSTEM_CLOCK.now_ms())
-        quiet_key = (name, routing_key)
-        if topic and out.transient and self._quiet.get(quiet_key, 0) > SYSTEM_CLOCK.monotonic_ms():
+        if lossy and out.transient and not self._has_subscribers(name):
             return
         try:
             self._send(name, out)
@@ -271,14 +292,22 @@ class Transport(virtual.Transport):
             if not topic:
                 raise
             # No subscription: AMQP drops what a fanout/topic exchange cannot route.
-            if out.transient:
-                self._quiet[quiet_key] = SYSTEM_CLOCK.monotonic_ms() + UNROUTABLE_QUIET_MS
             log.debug("nothing subscribes to exchange %r: message dropped", name)
         except errors.DedupConflict as exc:
             raise errors.DedupConflict(
                 f"{exc.message}: message id {out.message.message_id!r} was published with "
                 "another body within the dedup window (a task id reused for other arguments)"
             ) from exc
+
+    def _has_subscribers(self, topic: str) -> bool:
+        now = SYSTEM_CLOCK.monotonic_ms()
+        if self._topics is None or now >= self._topics[0]:
+            try:
+                names = {s.topic for s in self.mq.list_subscriptions()}
+            except errors.PermissionDenied:
+                return True  # cannot look: send, and let the broker drop it
+            self._topics = (now + TOPICS_TTL_MS, names)
+        return topic in self._topics[1]
 
     def _send(self, name: str, out: mapping.Outgoing) -> None:
         if out.at_ms is not None:
