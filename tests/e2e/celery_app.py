@@ -59,9 +59,9 @@ def add(x: int, y: int) -> int:
     return x + y
 
 
-@app.task(ignore_result=True)
-def mark(key: str) -> None:
-    record("mark", key, os.getpid())
+@app.task(bind=True, ignore_result=True)
+def mark(self: Any, key: str) -> None:
+    record("mark", key, self.request.hostname, os.getpid())
 
 
 @app.task(bind=True)

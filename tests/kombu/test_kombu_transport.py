@@ -211,3 +211,19 @@ def test_one_embedded_client_per_file_per_process(url: str, tmp_path: Path) -> N
     clients.release_embedded(dsn)
     with Connection(url) as c:  # the file is free again
         c.connect()
+
+
+def test_a_queue_is_created_with_the_config_its_declaration_asks_for(url: str) -> None:
+    options = {"visibility_timeout": 45, "max_delivery_count": 4, "dedup_window": 0}
+    with Connection(url, transport_options=options) as conn:
+        ordered = Queue("orders", Exchange("orders"), "orders",
+                        queue_arguments={"x-mqlite-ordering-mode": "group_fifo"})  # fmt: skip
+        producer = Producer(conn)
+        producer.publish("a", exchange=ordered.exchange, routing_key="orders", declare=[ordered],
+                         MessageGroupId="customer-42")  # fmt: skip
+        cfg = mq(conn).get_queue("orders").config
+        assert (cfg.ordering_mode, cfg.lock_duration_ms) == ("group_fifo", 45_000)
+        assert (cfg.max_delivery_count, cfg.dedup_window_ms) == (4, 0)
+        assert [m.group_id for m in mq(conn).peek("orders")] == ["customer-42"]
+        with pytest.raises(errors.GroupRequired):
+            producer.publish("b", exchange=ordered.exchange, routing_key="orders")

@@ -165,6 +165,7 @@ def test_urls_name_a_broker_or_a_file_and_never_carry_the_token() -> None:
     assert clients.target("http://127.0.0.1:6754", "/") == clients.Target(
         endpoint="http://127.0.0.1:6754"
     )
+    assert clients.target("https://mq.example.com", "/").endpoint == "https://mq.example.com"
     assert clients.target(None, "data/mq.db").dsn == "file:data/mq.db"  # mqlite:///data/mq.db
     assert clients.target(None, "/srv/mq.db").dsn == "file:/srv/mq.db"  # mqlite:////srv/mq.db
     assert clients.target("file://./mq.db", "/").dsn == "file:./mq.db"  # mqlite+file://./mq.db
