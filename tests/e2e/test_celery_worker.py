@@ -88,6 +88,8 @@ def test_tasks_run_results_arrive_eta_waits_and_inspect_answers(
     pong = celery(["inspect", "ping", "-d", w.node, "-t", "10"], remote.env, remote.root)
     assert "pong" in pong, pong
     assert w.stop() == 0
+    # The token rides in broker_transport_options: never in the banner, the logs or argv.
+    assert ADMIN_TOKEN not in w.output() and ADMIN_TOKEN not in pong
     with mq(broker) as client:
         assert client.stats(remote.queue).total == 0
         # The worker's remote-control queue went with its channel (AMQP's auto-delete).
@@ -120,7 +122,7 @@ def test_rejections_dead_letter_with_their_reason_and_the_delivery_limit_bounds_
     broker: Broker, tmp_path: Path, workers: Workers
 ) -> None:
     s = Setup(f"mqlite+{broker.base_url}", tmp_path, token=ADMIN_TOKEN, max_delivery_count=3)
-    workers.start("dlq", s.env, tmp_path)
+    w = workers.start("dlq", s.env, tmp_path)
     refused = s.send("refuse", "r1")
     failed = s.send("fail", "f1")
     crashed = s.send("crash", "c1")
@@ -143,6 +145,7 @@ def test_rejections_dead_letter_with_their_reason_and_the_delivery_limit_bounds_
     assert letters[crashed.id].dead_letter_reason == "MaxDeliveryCountExceeded"
     assert [r[1] for r in s.ledger_of("crash")] == ["False", "True", "True"]
     assert refused.state == "FAILURE" and failed.state == "FAILURE"
+    assert ADMIN_TOKEN not in w.output()  # failures are logged with their request, not it
     s.app.close()
 
 
