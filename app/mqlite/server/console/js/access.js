@@ -32,6 +32,13 @@ export async function resolveAccess(api, features) {
     await api.call("AdminService/Status", {});
     return "manage";
   } catch (err) {
+    if (err instanceof BrokerError && err.status === 403 && !features.observe) {
+      throw new NotForConsole(
+        "The console needs manage, and this credential lacks it: use a configured administrator token " +
+          "or a managed key with the manage permission. (This broker has no Observe, so monitor tokens " +
+          "open no console views here; application send/listen keys belong in clients.)",
+      );
+    }
     if (err instanceof BrokerError && err.status === 403) {
       throw new NotForConsole(
         "This credential is an application key (send and/or listen). The console needs manage: " +

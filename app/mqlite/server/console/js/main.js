@@ -34,7 +34,10 @@ const app = {
   cleanup: null,
   poller: new Poller(showFreshness),
 };
-app.api = createApi(session.token, (err) => signOut(`The broker no longer accepts this token. ${err.message} (${err.code}).`));
+app.api = createApi(session.token, (err) => {
+  // While signing in, the prompt itself reports the refusal.
+  if (!app.signingIn) signOut(`The broker no longer accepts this token. ${err.message} (${err.code}).`);
+});
 
 function showFreshness({ stale, lastOkMs, failedAtMs, error }) {
   const pill = $("freshness");
@@ -101,6 +104,7 @@ function signOut(message) {
 
 async function signIn(token) {
   session.setToken(token);
+  app.signingIn = true;
   try {
     app.access = await resolveAccess(app.api, app.features);
   } catch (err) {
@@ -109,6 +113,8 @@ async function signIn(token) {
     if (err instanceof NotForConsole) return { refused: err.message };
     if (err.status === 401) return { refused: `The broker did not accept this token: ${err.message} (unauthenticated).` };
     return { error: err };
+  } finally {
+    app.signingIn = false;
   }
   showShell(true);
   route();
