@@ -20,6 +20,7 @@ const WORDS = {
   queue_not_empty: "The queue still holds messages (in some state): nothing was deleted",
   message_too_large: "The message is over the broker's size limit",
   canceled: "The request was canceled",
+  unavailable: "The broker is temporarily unable to store this (for example, its disk is full); retry later",
   outcome_unknown: "The outcome is unknown: the change may or may not have been applied. Check before retrying",
   unimplemented: "This broker does not support that operation",
   internal: "The broker hit an internal error",

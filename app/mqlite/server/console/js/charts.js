@@ -7,7 +7,6 @@ import { h, uid } from "./dom.js";
 import { clock } from "./format.js";
 
 const NS = "http://www.w3.org/2000/svg";
-const W = 600;
 const H = 180;
 const PAD = { l: 48, r: 12, t: 12, b: 26 };
 
@@ -27,6 +26,8 @@ function niceMax(v) {
 
 /** series: [{label, cls, points: [{atMs, value|null}]}]; format(v) labels values. */
 export function lineChart({ title, series, format, empty }) {
+  // The drawing's width follows the screen, so axis text keeps its size on a phone.
+  const W = Math.round(Math.min(600, Math.max(300, window.innerWidth - 64)));
   const titleId = uid("chart");
   const points = series.flatMap((se) => se.points.filter((p) => p.value !== null));
   const wrap = h("figure", { class: "chart" }, h("figcaption", { id: titleId }, title));
