@@ -15,11 +15,15 @@ import pytest
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "e2e"))
 
-from console_support import CHROMIUM_ARGS, ConsolePage, ensure_chromium, open_console
+from console_support import (
+    CHROMIUM_ARGS,
+    MONITOR_TOKEN,
+    ConsolePage,
+    ensure_chromium,
+    open_console,
+)
 from e2e_support import ADMIN_TOKEN, Broker, BrokerFactory
 from playwright.sync_api import Browser, sync_playwright
-
-MONITOR_TOKEN = "mqk_browser_monitor_" + "m" * 20
 
 _timing: dict[str, float] = {"first": 0.0, "last": 0.0, "tests": 0}
 

@@ -41,15 +41,20 @@ CHROMIUM_ARGS = [
 DESKTOP = {"width": 1280, "height": 800}
 PHONE = {"width": 390, "height": 844}
 DEADLINE_MS = 10_000
+MONITOR_TOKEN = "mqk_browser_monitor_" + "m" * 20
 
 # The CSP reports reach the test through a binding, not the page's own console.
 CSP_LISTENER = """
 document.addEventListener("securitypolicyviolation", (e) => {
-  window.mqliteCspViolation(`${e.violatedDirective} blocked ${e.blockedURI || "inline"} at ${e.sourceFile}:${e.lineNumber}`);
+  const where = `${e.sourceFile}:${e.lineNumber}`;
+  const what = e.blockedURI || "inline";
+  window.mqliteCspViolation(`${e.violatedDirective} blocked ${what} at ${where}`);
 });
 """
 
-_FAILED_RESOURCE = re.compile(r"Failed to load resource: the server responded with a status of (\d+)")
+_FAILED_RESOURCE = re.compile(
+    r"Failed to load resource: the server responded with a status of (\d+)"
+)
 
 
 def ensure_chromium() -> str:
@@ -96,12 +101,16 @@ class ConsolePage:
         m = _FAILED_RESOURCE.search(msg.text)
         if m and int(m.group(1)) in self.allowed_status:
             return
-        if self.offline_ok and ("ERR_CONNECTION_REFUSED" in msg.text or "Failed to fetch" in msg.text):
+        if self.offline_ok and (
+            "ERR_CONNECTION_REFUSED" in msg.text or "Failed to fetch" in msg.text
+        ):
             return
         self.errors.append(msg.text)
 
     def problems(self) -> list[str]:
-        return [f"console error: {e}" for e in self.errors] + [f"CSP violation: {c}" for c in self.csp]
+        return [f"console error: {e}" for e in self.errors] + [
+            f"CSP violation: {c}" for c in self.csp
+        ]
 
     # -- driving -------------------------------------------------------------------------
 

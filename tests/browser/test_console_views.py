@@ -7,12 +7,15 @@ from __future__ import annotations
 from collections.abc import Iterator
 
 import pytest
-from conftest import MONITOR_TOKEN
-from console_support import DESKTOP, PHONE, ConsolePage, open_console
+from console_support import DESKTOP, MONITOR_TOKEN, PHONE, ConsolePage, open_console
 from e2e_support import ADMIN_TOKEN, Broker, BrokerFactory, unique
 from playwright.sync_api import Browser, expect
 
-SIZES = {"desktop": (DESKTOP, "light"), "phone": (PHONE, "light"), "desktop-dark": (DESKTOP, "dark")}
+SIZES = {
+    "desktop": (DESKTOP, "light"),
+    "phone": (PHONE, "light"),
+    "desktop-dark": (DESKTOP, "dark"),
+}
 
 
 @pytest.fixture(scope="module")
@@ -25,23 +28,42 @@ def populated(console_broker: Broker) -> str:
         {
             "queue": q,
             "messages": [
-                {"body": "eyJvcmRlciI6NDIsIml0ZW1zIjpbMSwyXX0=", "content_type": "application/json",
-                 "properties": {"region": "eu"}, "subject": "orders.new"},
+                {
+                    "body": "eyJvcmRlciI6NDIsIml0ZW1zIjpbMSwyXX0=",
+                    "content_type": "application/json",
+                    "properties": {"region": "eu"},
+                    "subject": "orders.new",
+                },
                 {"body": "aGVsbG8gd29ybGQ=", "message_id": "greeting"},
                 {"body": "AAECAwQFBgcICQoLDA0ODxAREhM="},
             ],
         },
     )
     m = b.receive(q, 1)[0]
-    b.ok("QueueService/Reject", {"queue": q, "seq_number": m["seq_number"],
-                                  "lock_token": m["lock_token"], "dead_letter_reason": "poison"})
-    b.ok("AdminService/Subscribe", {"topic": unique("events"), "name": unique("sub"),
-                                    "filter": {"expr": 'subject startsWith "orders."'}})
+    b.ok(
+        "QueueService/Reject",
+        {
+            "queue": q,
+            "seq_number": m["seq_number"],
+            "lock_token": m["lock_token"],
+            "dead_letter_reason": "poison",
+        },
+    )
+    b.ok(
+        "AdminService/Subscribe",
+        {
+            "topic": unique("events"),
+            "name": unique("sub"),
+            "filter": {"expr": 'subject startsWith "orders."'},
+        },
+    )
     return q
 
 
 @pytest.fixture(params=list(SIZES))
-def sized(request: pytest.FixtureRequest, browser: Browser, console_broker: Broker) -> Iterator[tuple[str, ConsolePage]]:
+def sized(
+    request: pytest.FixtureRequest, browser: Browser, console_broker: Broker
+) -> Iterator[tuple[str, ConsolePage]]:
     viewport, scheme = SIZES[request.param]
     for cp in open_console(browser, console_broker, viewport=viewport, scheme=scheme):
         yield request.param, cp
@@ -53,7 +75,9 @@ def scan(cp: ConsolePage, label: str, name: str) -> None:
     assert not serious, f"{name} ({label}): {serious}"
 
 
-def test_every_view_is_accessible_and_screenshotted(sized: tuple[str, ConsolePage], populated: str) -> None:
+def test_every_view_is_accessible_and_screenshotted(
+    sized: tuple[str, ConsolePage], populated: str
+) -> None:
     label, cp = sized
     page = cp.page
     cp.open()
@@ -104,14 +128,20 @@ def test_keyboard_alone_signs_in_and_navigates(console: ConsolePage) -> None:
     page.locator("#skip-link").focus()
     for _ in range(6):
         page.keyboard.press("Tab")
-        order.append(page.evaluate("() => document.activeElement.textContent.trim() || document.activeElement.id"))
+        order.append(
+            page.evaluate(
+                "() => document.activeElement.textContent.trim() || document.activeElement.id"
+            )
+        )
     assert order[:4] == ["Overview", "Queues", "Topics", "Access keys"], order
     page.locator("#nav a", has_text="Queues").focus()
     page.keyboard.press("Enter")
     console.heading("Queues")
 
 
-def test_the_data_turns_stale_when_the_broker_stops(browser: Browser, broker_factory: BrokerFactory) -> None:
+def test_the_data_turns_stale_when_the_broker_stops(
+    browser: Browser, broker_factory: BrokerFactory
+) -> None:
     broker = broker_factory({})
     broker.create_queue("watched")
     for cp in open_console(browser, broker):

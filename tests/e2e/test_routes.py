@@ -53,7 +53,8 @@ LATER = [
 ]
 ALL_RPCS = ORIGINAL_ORDER + LATER
 
-CARD_KEYS = {"name", "description", "version", "status", "auth", "docs", "endpoints", "health", "ui"}
+CARD_KEYS = {"name", "description", "version", "status", "auth", "docs", "endpoints", "health"}
+CARD_KEYS |= {"ui"}  # the console, on by default (MQLITE_UI)
 
 
 # -- open endpoints ---------------------------------------------------------------------

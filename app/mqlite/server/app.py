@@ -1,8 +1,9 @@
 """The broker's ASGI app: RPC dispatcher → (access log → CORS → starlette).
 
 Starlette serves the open endpoints (discovery card, /healthz, /openapi.json, the /ui
-console unless MQLITE_UI=off), the opt-in /metrics, the authenticated 404 catch-all and the lifespan that opens the engine and the
-maintenance loops; RPCs are dispatched in front of it (``rpc.py``).
+console unless MQLITE_UI=off), the opt-in /metrics, the authenticated 404 catch-all and
+the lifespan that opens the engine and the maintenance loops; RPCs are dispatched in
+front of it (``rpc.py``).
 """
 
 from __future__ import annotations
