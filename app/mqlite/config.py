@@ -180,6 +180,8 @@ class Settings:
     dlq_max_bytes: int = 0
     insecure_allow_remote: bool = False
     log_level: str = "INFO"
+    disk_floor_bytes: int = defaults.DISK_FLOOR_BYTES
+    disk_reserve_bytes: int = defaults.DISK_RESERVE_BYTES
 
     @property
     def auth(self) -> bool:
@@ -249,6 +251,12 @@ class Settings:
             dlq_max_count=count if retention else 0,
             dlq_max_bytes=nbytes if retention else 0,
             log_level=level,
+            disk_floor_bytes=_int(
+                environ, "MQLITE_DISK_FLOOR_BYTES", defaults.DISK_FLOOR_BYTES, minimum=0
+            ),
+            disk_reserve_bytes=_int(
+                environ, "MQLITE_DISK_RESERVE_BYTES", defaults.DISK_RESERVE_BYTES, minimum=0
+            ),
         )
 
     def with_flags(

@@ -45,6 +45,12 @@ DLQ_MAX_BATCHES = 100
 # Free-page reclaim threshold (pages on the freelist).
 RECLAIM_FREELIST_PAGES = 256
 
+# Disk space (engine/disk.py): sends stop while less than the floor is free, so consumers
+# can always drain; the reserve file is released when the disk fills anyway.
+DISK_FLOOR_BYTES = 32 << 20  # MQLITE_DISK_FLOOR_BYTES
+DISK_RESERVE_BYTES = 8 << 20  # MQLITE_DISK_RESERVE_BYTES
+DISK_TEND_INTERVAL_MS = 10_000  # how often the reserve is checked and recreated
+
 BUSY_TIMEOUT_MS = 5_000
 SYNC_MODES = ("NORMAL", "FULL", "OFF", "EXTRA")
 DEFAULT_SYNC = "NORMAL"

@@ -131,6 +131,21 @@ class OutcomeUnknown(MQLiteError):
     http_status = 503
 
 
+class Unavailable(MQLiteError):
+    """the broker cannot do this right now; retry later."""
+
+    code = "unavailable"
+    http_status = 503
+
+
+class StorageFull(Unavailable):
+    """the database's disk is full or below its free-space floor: sends are refused until
+    space is freed, while receiving, settling and purging keep working; retry later."""
+
+    reason = "storage_full"
+    category = "full"  # the storage category (as ``StorageError.category``)
+
+
 class Unimplemented(MQLiteError):
     """method not implemented (POST required)."""
 
@@ -222,6 +237,7 @@ def _wire_classes() -> Mapping[str, type[MQLiteError]]:
         MessageTooLarge,
         Canceled,
         OutcomeUnknown,
+        Unavailable,
         Unimplemented,
         Internal,
     ):
@@ -236,7 +252,7 @@ BY_CODE: Mapping[str, type[MQLiteError]] = _wire_classes()
 def _reason_classes() -> Mapping[str, type[MQLiteError]]:
     """Map each ``reason`` to the subclass it names (a refinement of its code's class)."""
     table: dict[str, type[MQLiteError]] = {}
-    for cls in (QueueNotFound,):
+    for cls in (QueueNotFound, StorageFull):
         assert cls.reason not in table, f"duplicate reason {cls.reason}"
         assert issubclass(cls, BY_CODE[cls.code]), f"{cls.__name__} must refine its code"
         table[cls.reason] = cls

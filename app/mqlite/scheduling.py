@@ -34,13 +34,18 @@ class MaintenanceScheduler:
         self._add("expire_ttl", engine.expire_ttl, defaults.TTL_INTERVAL_MS)
         self._add("janitors", engine.run_janitors, defaults.JANITOR_INTERVAL_MS)
         self._add("reclaim_free_pages", engine.reclaim_free_pages, defaults.JANITOR_INTERVAL_MS)
+        # Off the writer: recreating the disk reserve writes a file of reserve_bytes.
+        self._add("tend_disk", engine.tend_disk, defaults.DISK_TEND_INTERVAL_MS, writer=False)
 
-    def _add(self, name: str, fn: Callable[[], Any], every_ms: int) -> None:
+    def _add(self, name: str, fn: Callable[[], Any], every_ms: int, writer: bool = True) -> None:
         on_writer = self._engine.writer.call_on_thread
 
         def run() -> None:
             try:
-                on_writer(fn)  # passes run on the writer thread, batched with other work
+                if writer:
+                    on_writer(fn)  # passes run on the writer thread, batched with other work
+                else:
+                    fn()
             except errors.Closed:
                 pass  # shutting down: the engine refused new work
             except Exception:  # a failed pass is logged and retried next tick, never fatal

@@ -219,7 +219,7 @@ def test_a_failed_outer_commit_fails_every_call_and_changes_nothing(
     assert len(batch.results) == 4
     for ok, value in batch.results.values():
         assert not ok
-        assert isinstance(value, errors.StorageError)
+        assert isinstance(value, errors.StorageFull)  # 503 unavailable: retryable
         assert value.category == "full"
     assert woken == []  # no wake-up for a send that never committed
     with pytest.raises(errors.QueueNotFound):

@@ -1,5 +1,7 @@
 """The schema is pinned three ways: the DDL file's hash is tied to the version token, what
-SQLite actually built equals the golden dump, and a foreign token is refused (store tests)."""
+SQLite actually built equals the golden dump, and a foreign token is refused (store tests).
+A database of the previous token (5: the original's v0.3.x, kept in schema_v5.sql) is
+migrated at open to exactly the schema a fresh database gets, with its data intact."""
 
 from __future__ import annotations
 
@@ -10,10 +12,14 @@ from pathlib import Path
 from mqlite.engine import store
 
 GOLDEN = Path(__file__).with_name("schema.txt")
+SCHEMA_V5 = Path(__file__).with_name("schema_v5.sql")
 
 # Changing schema.sql means changing this hash; an incompatible change also needs a new
-# SCHEMA_VERSION token (mqlite never migrates: old databases are refused, not rewritten).
-PINNED = {"5": "6277cd1e9a956fe3fc10f9b87ea24c1295859bbf0a40f0d352ed0829c599ac68"}
+# SCHEMA_VERSION token and a step in engine/migrations.py from the previous one.
+PINNED = {
+    "5": "6277cd1e9a956fe3fc10f9b87ea24c1295859bbf0a40f0d352ed0829c599ac68",
+    "6": "9e0be66480cabe8f89540b39f421a607fcbc71a9fd68406143aa2d65436fd178",
+}
 
 
 def built_schema(conn: sqlite3.Connection) -> str:
@@ -29,8 +35,10 @@ def built_schema(conn: sqlite3.Connection) -> str:
 
 def test_schema_sql_hash_is_pinned_to_the_version_token() -> None:
     digest = hashlib.sha256(store.schema_sql().encode("utf-8")).hexdigest()
-    assert store.SCHEMA_VERSION == "5"
+    assert store.SCHEMA_VERSION == "6"
     assert digest == PINNED[store.SCHEMA_VERSION]
+    v5 = hashlib.sha256(SCHEMA_V5.read_bytes()).hexdigest()
+    assert v5 == PINNED["5"]  # the fixture IS the previous schema, byte for byte
 
 
 def test_sqlite_master_after_open_equals_the_golden_dump(tmp_path: Path) -> None:
@@ -41,7 +49,7 @@ def test_sqlite_master_after_open_equals_the_golden_dump(tmp_path: Path) -> None
         s.close()
 
 
-def test_schema_has_the_eight_strict_tables(tmp_path: Path) -> None:
+def test_schema_has_the_nine_strict_tables(tmp_path: Path) -> None:
     s = store.Store(":memory:")
     try:
         tables = {
@@ -60,7 +68,94 @@ def test_schema_has_the_eight_strict_tables(tmp_path: Path) -> None:
             "settlement_receipts",
             "receive_attempts",
             "access_keys",
+            "bodies",
         }
         assert all(sql.rstrip().endswith("STRICT") for sql in tables.values())
     finally:
         s.close()
+
+
+def make_v5_database(path: Path) -> None:
+    """A token-5 database as the original (or this project before the bodies table) left
+    it, with a message in flight, a large inline body, a key and a queue."""
+    conn = sqlite3.connect(path)
+    sql = "\n".join(
+        ln for ln in SCHEMA_V5.read_text().splitlines() if not ln.lstrip().startswith("--")
+    )
+    for stmt in (s.strip() for s in sql.split(";")):
+        if stmt:
+            conn.execute(stmt)
+    conn.execute("INSERT INTO meta VALUES ('schema_version', '5')")
+    conn.execute("INSERT INTO queues (name, created_at, updated_at) VALUES ('q', 1, 1)")
+    conn.execute(
+        "INSERT INTO messages (queue, state, enqueued_at, body) VALUES ('q', 'active', 1, ?)",
+        (b"L" * 100_000,),
+    )
+    conn.execute(
+        "INSERT INTO messages (queue, state, lock_token, locked_until, delivery_count,"
+        " enqueued_at, body) VALUES ('q', 'locked', 't', 99, 1, 2, x'736d616c6c')"
+    )
+    conn.commit()
+    conn.close()
+
+
+def columns(conn: sqlite3.Connection) -> dict[str, list[tuple[object, ...]]]:
+    tables = [r[0] for r in conn.execute("SELECT name FROM sqlite_master WHERE type='table'")]
+    return {t: list(conn.execute(f"PRAGMA table_info({t})")) for t in sorted(tables)}
+
+
+def test_a_v5_database_migrates_to_the_fresh_schema_with_its_data(tmp_path: Path) -> None:
+    old = tmp_path / "old.db"
+    make_v5_database(old)
+    migrated = store.Store(f"file:{old}")
+    fresh = store.Store(f"file:{tmp_path / 'fresh.db'}")
+    try:
+        assert migrated.migrated_from == "5"
+        assert columns(migrated.conn) == columns(fresh.conn)
+        indexes = "SELECT name, sql FROM sqlite_master WHERE type='index' ORDER BY name"
+        assert list(migrated.conn.execute(indexes)) == list(fresh.conn.execute(indexes))
+        version = "SELECT value FROM meta WHERE key='schema_version'"
+        assert migrated.conn.execute(version).fetchone()[0] == "6"
+    finally:
+        migrated.close()
+        fresh.close()
+
+
+def test_a_migrated_database_keeps_serving_its_old_rows(tmp_path: Path) -> None:
+    """Old rows keep their inline bodies (no rewrite); recovery resets the in-flight one."""
+    import mqlite
+    from mqlite import OutMessage
+
+    old = tmp_path / "old.db"
+    make_v5_database(old)
+    mq = mqlite.open_embedded(f"file:{old}", background=False)
+    try:
+        bodies = sorted(m.body for m in mq.receive("q", max_messages=10))
+        assert bodies == [b"L" * 100_000, b"small"]
+        new = mq.send_one("q", OutMessage(b"N" * 5000))  # a large new one goes external
+        (got,) = mq.receive("q")
+        assert (got.seq_number, got.body) == (new, b"N" * 5000)
+    finally:
+        mq.close()
+
+
+def test_a_newer_or_foreign_token_is_refused_and_left_untouched(tmp_path: Path) -> None:
+    db = tmp_path / "new.db"
+    conn = sqlite3.connect(db)
+    conn.execute("CREATE TABLE meta (key TEXT PRIMARY KEY, value TEXT NOT NULL) STRICT")
+    conn.execute("INSERT INTO meta VALUES ('schema_version', '7')")
+    conn.commit()
+    conn.close()
+    from mqlite import errors
+
+    try:
+        store.Store(f"file:{db}").close()
+        raise AssertionError("a newer schema must be refused")
+    except errors.SchemaVersionMismatch as exc:
+        assert "'7'" in exc.message and "migrates from 5" in exc.message
+    conn = sqlite3.connect(db)
+    assert [r[0] for r in conn.execute("SELECT name FROM sqlite_master")] == [
+        "meta",
+        "sqlite_autoindex_meta_1",
+    ]
+    conn.close()

@@ -11,12 +11,14 @@ import importlib
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
+    from mqlite.engine.disk import DiskLimits
     from mqlite.engine.engine import Engine
     from mqlite.engine.maintenance import DLQBounds
     from mqlite.engine.store import SCHEMA_VERSION
     from mqlite.engine.tx import EngineTx
 
 _LAZY = {
+    "DiskLimits": "mqlite.engine.disk",
     "Engine": "mqlite.engine.engine",
     "DLQBounds": "mqlite.engine.maintenance",
     "SCHEMA_VERSION": "mqlite.engine.store",
@@ -33,4 +35,4 @@ def __getattr__(name: str) -> Any:
     return value
 
 
-__all__ = ["SCHEMA_VERSION", "DLQBounds", "Engine", "EngineTx"]
+__all__ = ["SCHEMA_VERSION", "DLQBounds", "DiskLimits", "Engine", "EngineTx"]

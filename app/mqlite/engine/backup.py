@@ -27,6 +27,7 @@ from pathlib import Path
 from urllib.parse import quote
 
 from mqlite import errors
+from mqlite.engine import migrations
 from mqlite.engine.store import SCHEMA_VERSION
 
 BUSY_TIMEOUT_MS = 10_000
@@ -214,11 +215,14 @@ def restore(snapshot_path: str, data_dir: str) -> tuple[str, str, DatabaseFacts]
             f"{snapshot_path}: sha256 does not match {snapshot_path}.sha256 (corrupt copy?)"
         )
     facts = verify(snapshot_path)
-    if facts.schema_version != SCHEMA_VERSION:
+    try:  # this binary's token, or one it migrates from when the restored file is opened
+        migrations.plan(facts.schema_version, SCHEMA_VERSION)
+    except errors.SchemaVersionMismatch:
         raise BackupError(
             f"{snapshot_path}: schema version {facts.schema_version}, this mqlite reads "
-            f"{SCHEMA_VERSION} (restore it with the matching binary)"
-        )
+            f"{SCHEMA_VERSION} and migrates from {', '.join(sorted(migrations.STEPS))} "
+            "(restore it with the matching binary)"
+        ) from None
     data_dir = os.path.abspath(data_dir)
     if os.path.exists(data_dir) and (not os.path.isdir(data_dir) or os.listdir(data_dir)):
         raise BackupError(f"{data_dir} is not an empty directory: restore only into a fresh one")

@@ -6,6 +6,7 @@
 from __future__ import annotations
 
 import functools
+import logging
 import sqlite3
 from collections import Counter
 from collections.abc import Callable, Iterator, Mapping
@@ -16,15 +17,18 @@ from mqlite import defaults, errors
 from mqlite.clock import SYSTEM_CLOCK, Clock
 from mqlite.engine import queues, topics
 from mqlite.engine.catalog import Catalog
+from mqlite.engine.disk import DiskGuard, DiskLimits
 from mqlite.engine.key_cache import KeyCache
 from mqlite.engine.maintenance import DLQBounds, recover_locks
 from mqlite.engine.notify import Notifier
 from mqlite.engine.storage_errors import translate
-from mqlite.engine.store import Store
+from mqlite.engine.store import Store, parse_dsn
 from mqlite.engine.writer import Writer
 from mqlite.types import Message, QueueInfo
 
 F = TypeVar("F", bound=Callable[..., Any])
+
+log = logging.getLogger("mqlite.engine")
 
 
 def serialized(method: F) -> F:
@@ -49,6 +53,7 @@ class EngineCore:
         sync: str | None = None,
         max_message_bytes: int = defaults.MAX_MESSAGE_BYTES,
         dlq_defaults: DLQBounds | None = None,
+        disk: DiskLimits | None = None,
     ) -> None:
         if max_message_bytes <= 0:
             raise errors.InvalidArgument("max_message_bytes must be positive")
@@ -57,6 +62,11 @@ class EngineCore:
         self.dlq_defaults = dlq_defaults or DLQBounds()
         self.notifier = Notifier()
         self.completed: Counter[str] = Counter()  # rows deleted by Complete, per queue
+        path = parse_dsn(dsn).path
+        self.disk: DiskGuard | None = None
+        if path is not None:
+            self.disk = DiskGuard(path, disk or DiskLimits(), self.clock.monotonic_ms)
+            self.disk.open_on_a_full_disk()  # the WAL and -shm must fit before opening
         try:
             self.store = Store(dsn, sync=sync)
         except sqlite3.Error as exc:
@@ -65,8 +75,8 @@ class EngineCore:
             self.catalog = Catalog(self.store)
             self.keys = KeyCache(self.clock)
             self.filter_failures = topics.FilterFailures(self.clock.monotonic_ms)
+            self._recover()
             with self.store.transaction() as conn:
-                recover_locks(conn)  # §3.1: every locked row is an orphan of a previous process
                 self.catalog.load(
                     conn,
                     topics.load_routes(conn, queues.load_queues(conn), self.filter_failures),
@@ -78,7 +88,21 @@ class EngineCore:
         except BaseException:
             self.store.close()
             raise
-        self.writer = Writer(self.store)
+        self.writer = Writer(self.store, self.disk.on_disk_full if self.disk else None)
+
+    def _recover(self) -> None:
+        """§3.1: every locked row is an orphan of a previous process. On a full disk the
+        reset is postponed (logged): the reaper releases those leases as they expire, and
+        the broker can still start and let consumers drain."""
+        try:
+            with self.store.transaction() as conn:
+                recover_locks(conn)
+        except sqlite3.Error as exc:
+            if not isinstance(translate(exc), errors.StorageFull):
+                raise
+            if self.disk is not None:
+                self.disk.on_disk_full()
+            log.warning("the disk is full: crash recovery of locked messages is left to the reaper")
 
     # -- plumbing -------------------------------------------------------------------------
 
@@ -104,6 +128,12 @@ class EngineCore:
 
     def _queue(self, name: object) -> QueueInfo:
         return self.catalog.queue(queues.validate_name(name))
+
+    def tend_disk(self) -> None:
+        """Recreate the disk reserve once there is room (maintenance; never on the writer:
+        it writes a file of reserve_bytes)."""
+        if self.disk is not None:
+            self.disk.tend()
 
     def close(self) -> None:
         """Refuse new work, wake parked long polls, finish queued work, close the DB."""

@@ -46,13 +46,27 @@ WHERE queue = :queue AND state = 'dead_lettered' AND id <= :last
 REDRIVE_COPY_SQL = """
 INSERT INTO messages (queue, state, visible_at, locked_until, lock_token, delivery_count,
                       enqueued_at, expires_at, message_id, correlation_id, reply_to, group_id,
-                      content_type, subject, properties, body)
+                      content_type, subject, properties, body, external_body_bytes)
 SELECT :target, 'active', 0, 0, NULL, 0, :now, 0, message_id, correlation_id, reply_to,
-       group_id, content_type, subject, properties, body
+       group_id, content_type, subject, properties, body, external_body_bytes
 FROM messages
 WHERE queue = :queue AND state = 'dead_lettered' AND id <= :last
   AND (:older_than <= 0 OR enqueued_at < :cutoff)
 ORDER BY id
+"""
+
+# The copies' external bodies: AUTOINCREMENT gave the n copies consecutive ids ending at
+# last_insert_rowid(), in source id order, so the k-th source row's copy is :first + k - 1.
+REDRIVE_COPY_BODIES_SQL = """
+INSERT INTO bodies (id, body)
+SELECT :first + c.k - 1, b.body
+FROM (SELECT id, external_body_bytes,
+             row_number() OVER (ORDER BY id) AS k
+      FROM messages
+      WHERE queue = :queue AND state = 'dead_lettered' AND id <= :last
+        AND (:older_than <= 0 OR enqueued_at < :cutoff)) c
+JOIN bodies b ON b.id = c.id
+WHERE c.external_body_bytes > 0
 """
 
 # Removes the chunk: the originals after a cross-queue copy, or a Purge.
@@ -125,7 +139,9 @@ def redrive(
     if not moved:
         return 0, 0
     if cross:
-        conn.execute(REDRIVE_COPY_SQL, {**chunk, "target": target, "now": now_ms})
+        cur = conn.execute(REDRIVE_COPY_SQL, {**chunk, "target": target, "now": now_ms})
+        first = int(cur.lastrowid or 0) - moved + 1
+        conn.execute(REDRIVE_COPY_BODIES_SQL, {**chunk, "first": first})
         conn.execute(DLQ_DELETE_CHUNK_SQL, chunk)
     else:
         conn.execute(REDRIVE_IN_PLACE_SQL, chunk)

@@ -118,6 +118,8 @@ class Engine(AdminOps, KeyOps, TopicOps):
         if not msgs:
             return []
         send.check_fanout(len(msgs), len(routes))
+        if self.disk is not None:  # below the free-space floor only consumers may write
+            self.disk.check_send(len(routes) * sum(len(m.body) + 256 for m in msgs))
         now = self.clock.now_ms()
         if at_ms is not None and at_ms <= now:
             raise errors.InvalidArgument(

@@ -132,7 +132,8 @@ ORDER BY id DESC LIMIT 1 OFFSET :keep
 # sum exceeds the cap, and everything older, goes.
 DLQ_BYTES_CUTOFF_SQL = """
 SELECT id FROM (
-    SELECT id, SUM(length(body)) OVER (ORDER BY id DESC ROWS UNBOUNDED PRECEDING) AS kept
+    SELECT id, SUM(length(body) + external_body_bytes)
+                   OVER (ORDER BY id DESC ROWS UNBOUNDED PRECEDING) AS kept
     FROM messages WHERE queue = :queue AND state = 'dead_lettered'
 ) WHERE kept > :max_bytes LIMIT 1
 """

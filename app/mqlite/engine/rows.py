@@ -12,12 +12,29 @@ from typing import Any
 
 from mqlite.types import Message
 
+# The body as stored: inline, or (external_body_bytes > 0) in `bodies`. A primary-key
+# probe, evaluated only for external rows (CASE short-circuits).
+BODY_EXPR = (
+    "CASE WHEN external_body_bytes = 0 THEN body "
+    "ELSE (SELECT b.body FROM bodies b WHERE b.id = messages.id) END"
+)
+
 # The columns every message-returning statement selects, in this order.
 MESSAGE_COLUMNS = (
     "id, queue, state, visible_at, locked_until, lock_token, delivery_count, enqueued_at, "
     "expires_at, message_id, correlation_id, reply_to, group_id, content_type, subject, "
-    "properties, body, dead_letter_reason, dead_letter_description"
+    f"properties, {BODY_EXPR}, dead_letter_reason, dead_letter_description"
 )
+
+# A body larger than this is stored in `bodies` (external): a claim's row rewrite then
+# costs a page, not the body. Smaller ones stay inline: their page is written anyway.
+EXTERNAL_BODY_MIN_BYTES = 1024
+
+
+def split_body(body: bytes) -> tuple[bytes, int]:
+    """(what the messages row stores, external_body_bytes) for a body."""
+    n = len(body)
+    return (b"", n) if n > EXTERNAL_BODY_MIN_BYTES else (body, 0)
 
 
 def encode_properties(properties: dict[str, str] | None) -> str | None:

@@ -1,5 +1,6 @@
--- mqlite canonical schema, guard token 5 (meta.schema_version). Never migrated: a database
--- with another token is refused at open. Content pinned by tests/golden (hash + sqlite_master).
+-- mqlite canonical schema, guard token 6 (meta.schema_version). A token-5 database (the
+-- original's v0.3.x) is migrated at open by engine/migrations.py; any other token is refused.
+-- Content pinned by tests/golden (hash + sqlite_master).
 -- One statement per ";"-terminated block; all times are INTEGER epoch milliseconds (UTC).
 
 CREATE TABLE IF NOT EXISTS meta (
@@ -61,7 +62,17 @@ CREATE TABLE IF NOT EXISTS messages (
     properties              TEXT,
     body                    BLOB NOT NULL,
     dead_letter_reason      TEXT,
-    dead_letter_description TEXT
+    dead_letter_description TEXT,
+    -- 0: the body is inline in `body`. N > 0: `body` is empty and the N-byte body lives in
+    -- `bodies`, so a claim or settlement rewrites a small row, never a large body (write
+    -- amplification; consumers can still drain a nearly full disk). Added by migration 5->6.
+    external_body_bytes     INTEGER NOT NULL DEFAULT 0
+) STRICT;
+
+-- Large bodies, keyed by their message's id and deleted with it.
+CREATE TABLE IF NOT EXISTS bodies (
+    id   INTEGER PRIMARY KEY REFERENCES messages(id) ON DELETE CASCADE,
+    body BLOB NOT NULL
 ) STRICT;
 
 -- One partial index per state, so every probe is a single state equality the planner

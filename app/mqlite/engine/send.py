@@ -17,7 +17,7 @@ from dataclasses import dataclass
 
 from mqlite import defaults, errors
 from mqlite.engine import dedup
-from mqlite.engine.rows import encode_properties
+from mqlite.engine.rows import encode_properties, split_body
 from mqlite.filters import FilterInput
 from mqlite.types import OrderingMode, OutMessage, QueueInfo
 
@@ -26,9 +26,13 @@ Accepts = Callable[[FilterInput], bool]
 
 INSERT_MESSAGE_SQL = """
 INSERT INTO messages (queue, state, visible_at, enqueued_at, expires_at, message_id,
-                      correlation_id, reply_to, group_id, content_type, subject, properties, body)
-VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
+                      correlation_id, reply_to, group_id, content_type, subject, properties, body,
+                      external_body_bytes)
+VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
 """
+
+# A large body goes to its own table under the message's id (rows.split_body).
+INSERT_BODY_SQL = "INSERT INTO bodies (id, body) VALUES (?, ?)"
 
 LAST_ROWID_SQL = "SELECT last_insert_rowid()"
 
@@ -198,6 +202,7 @@ def insert(
                         final_seq = seq
                     continue
             ttl = effective_ttl_ms(ttl_ms, cfg.default_ttl_ms)
+            inline, external = split_body(m.body)
             cur = execute(
                 INSERT_MESSAGE_SQL,
                 (
@@ -213,10 +218,13 @@ def insert(
                     m.content_type or None,
                     m.subject or None,
                     props,
-                    m.body,
+                    inline,
+                    external,
                 ),
             )
             seq = int(cur.lastrowid or 0)
+            if external:
+                execute(INSERT_BODY_SQL, (seq, m.body))
             if digest:
                 dedup.record(conn, now_ms, q.name, m.message_id, digest, seq)
             if not scheduled:
@@ -253,6 +261,7 @@ def _insert_many(
     ttl = effective_ttl_ms(ttl_ms, queue.config.default_ttl_ms)
     expires = visible_at_ms + ttl if ttl > 0 else 0
     name = queue.name
+    split = [split_body(m.body) for m in messages]
     conn.executemany(
         INSERT_MESSAGE_SQL,
         [
@@ -269,13 +278,18 @@ def _insert_many(
                 m.content_type or None,
                 m.subject or None,
                 encode_properties(m.properties),
-                m.body,
+                inline,
+                external,
             )
-            for m in messages
+            for m, (inline, external) in zip(messages, split, strict=True)
         ],
     )
     last = int(conn.execute(LAST_ROWID_SQL).fetchone()[0])
-    return list(range(last - len(messages) + 1, last + 1))
+    seqs = list(range(last - len(messages) + 1, last + 1))
+    large = [(seq, m.body) for seq, m, (_, ext) in zip(seqs, messages, split, strict=True) if ext]
+    if large:
+        conn.executemany(INSERT_BODY_SQL, large)
+    return seqs
 
 
 def check_fanout(messages: int, routes: int) -> None:

@@ -49,9 +49,17 @@ def category(exc: sqlite3.Error) -> str:
     return "other"
 
 
-def translate(exc: sqlite3.Error) -> errors.StorageError:
-    """The ``StorageError`` to raise in place of ``exc`` (``raise ... from exc``)."""
+def translate(exc: sqlite3.Error) -> errors.MQLiteError:
+    """The error to raise in place of ``exc`` (``raise ... from exc``): ``StorageFull``
+    (503, retryable) for a full disk, else ``StorageError`` (500) with its category."""
     cat = category(exc)
-    err = errors.StorageError(f"storage error: {_EXPLANATION[cat]}", category=cat)
+    err: errors.MQLiteError
+    if cat == "full":
+        err = errors.StorageFull(
+            "the database's disk is full: nothing was written; consumers can still drain "
+            "(retry later, or free disk space)"
+        )
+    else:
+        err = errors.StorageError(f"storage error: {_EXPLANATION[cat]}", category=cat)
     err.__cause__ = exc
     return err

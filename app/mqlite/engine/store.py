@@ -22,11 +22,12 @@ from dataclasses import dataclass, field
 from importlib import resources
 
 from mqlite import defaults, errors
+from mqlite.engine import migrations
 from mqlite.engine.file_lock import DatabaseLock, check_free
 
 log = logging.getLogger("mqlite.engine")
 
-SCHEMA_VERSION = "5"
+SCHEMA_VERSION = "6"
 MIN_SQLITE = (3, 37, 0)
 # DSN schemes of a remote libSQL server (Turso, sqld); refused until that store exists.
 REMOTE_SCHEMES = frozenset({"libsql", "http", "https", "ws", "wss"})
@@ -136,6 +137,7 @@ class Store:
         self._tx = _TxState()
         self._file_lock: DatabaseLock | None = None
         self._closed = False
+        self.migrated_from: str | None = None  # the schema token an open migrated from
         if self.location.path is not None:
             self._file_lock = DatabaseLock(self.location.path)
         try:
@@ -154,9 +156,16 @@ class Store:
             conn.execute(f"PRAGMA busy_timeout={int(busy_timeout_ms)}")
             conn.execute("PRAGMA foreign_keys=ON")
             if self.location.path is not None:
-                # auto_vacuum only takes effect before the first table exists.
-                conn.execute("PRAGMA auto_vacuum=INCREMENTAL")
+                # auto_vacuum only takes effect before the first table exists, and setting it
+                # on an existing file is a write: skipped there (a full disk must still open).
+                if conn.execute("PRAGMA page_count").fetchone()[0] == 0:
+                    conn.execute("PRAGMA auto_vacuum=INCREMENTAL")
                 conn.execute("PRAGMA journal_mode=WAL")
+                # Debian builds SQLite with SECURE_DELETE: every freed page would be zeroed
+                # on disk, so deleting a 1 MiB message would write 1 MiB. FAST zeroes only
+                # what is written anyway; freed pages are reused or returned to the OS by
+                # the incremental vacuum.
+                conn.execute("PRAGMA secure_delete=FAST")
                 conn.execute(f"PRAGMA synchronous={self.sync}")
                 conn.execute("PRAGMA temp_store=MEMORY")
         except BaseException:
@@ -170,21 +179,24 @@ class Store:
         has_meta = conn.execute(
             "SELECT 1 FROM sqlite_master WHERE type='table' AND name='meta'"
         ).fetchone()
+        found: str | None = None
         if has_meta:
             row = conn.execute("SELECT value FROM meta WHERE key='schema_version'").fetchone()
-            if row is not None and row[0] != SCHEMA_VERSION:
-                raise errors.SchemaVersionMismatch(
-                    f"database schema version {row[0]!r} does not match this mqlite "
-                    f"({SCHEMA_VERSION!r}); mqlite never migrates: keep the old database with "
-                    "its old binary and create a new one"
-                )
+            found = None if row is None else str(row[0])
+            if found is not None and found != SCHEMA_VERSION:
+                migrations.plan(found, SCHEMA_VERSION)  # refuse a foreign token before any DDL
         cols = [r[1] for r in conn.execute("PRAGMA table_info(access_keys)").fetchall()]
         if cols and tuple(cols) != _ACCESS_KEYS_COLUMNS:
             raise errors.SchemaVersionMismatch(
                 "database has an unrelated table named access_keys; refusing to modify it"
             )
+        if found == SCHEMA_VERSION and self._schema_complete():
+            return  # nothing to create: no write transaction (a full disk must still open)
         conn.execute("BEGIN IMMEDIATE")
         try:
+            if found is not None and found != SCHEMA_VERSION:
+                self.migrated_from = found
+                migrations.migrate(conn, found, SCHEMA_VERSION)
             for stmt in schema_statements():
                 conn.execute(stmt)
             conn.execute(
@@ -195,6 +207,16 @@ class Store:
         except BaseException:
             conn.execute("ROLLBACK")
             raise
+
+    def _schema_complete(self) -> bool:
+        """Every table and index of schema.sql exists (then opening writes nothing)."""
+        wanted = {
+            stmt.split()[5 if " IF NOT EXISTS " in stmt else 2]
+            for stmt in schema_statements()
+            if stmt.upper().startswith(("CREATE TABLE", "CREATE INDEX"))
+        }
+        have = {r[0] for r in self.conn.execute("SELECT name FROM sqlite_master")}
+        return wanted <= have
 
     # -- the one writer ------------------------------------------------------------------
 

@@ -59,7 +59,7 @@ class _Call:
         self.ok = False
         self.value: Any = None
 
-    def invoke(self) -> None:
+    def invoke(self, translate: Callable[[sqlite3.Error], BaseException]) -> None:
         try:
             self.value = self.fn(*self.args, **self.kwargs)
             self.ok = True
@@ -72,8 +72,9 @@ class _Call:
 class Writer:
     """The writer thread plus the token; ``call``/``submit``/``hold`` are the only doors."""
 
-    def __init__(self, store: Store) -> None:
+    def __init__(self, store: Store, on_full: Callable[[], None] | None = None) -> None:
         self._store = store
+        self._on_full = on_full  # called when a write finds the disk full (disk.py)
         self._token = store.lock
         # SimpleQueue: a C-level put/get, cheaper per call than a Condition handshake.
         self._queue: queue.SimpleQueue[_Call | None] = queue.SimpleQueue()
@@ -100,7 +101,7 @@ class Writer:
             try:
                 return fn(*args, **kwargs)
             except sqlite3.Error as exc:
-                raise translate(exc) from exc
+                raise self.translate(exc) from exc
             finally:
                 self._owner = 0
                 self._token.release()
@@ -151,6 +152,13 @@ class Writer:
         if self._thread is not threading.current_thread():
             self._thread.join()
 
+    def translate(self, exc: sqlite3.Error) -> errors.MQLiteError:
+        """``storage_errors.translate``, and a full disk reported to the disk guard."""
+        err = translate(exc)
+        if isinstance(err, errors.StorageFull) and self._on_full is not None:
+            self._on_full()
+        return err
+
     # -- the thread ---------------------------------------------------------------------
 
     def _put(self, item: _Call) -> None:
@@ -195,14 +203,14 @@ class Writer:
 
     def _execute(self, batch: list[_Call]) -> None:
         if len(batch) == 1:  # no outer transaction needed: the call commits its own
-            batch[0].invoke()
+            batch[0].invoke(self.translate)
             return
         try:
             with self._store.transaction():
                 for call in batch:
-                    call.invoke()  # the engine's own transaction nests as a savepoint
+                    call.invoke(self.translate)  # the engine's transaction nests as a savepoint
         except BaseException as exc:
-            failure = translate(exc) if isinstance(exc, sqlite3.Error) else exc
+            failure = self.translate(exc) if isinstance(exc, sqlite3.Error) else exc
             for call in batch:  # nothing of the batch committed
                 call.ok, call.value = False, failure
 

@@ -18,7 +18,7 @@ from typing import TYPE_CHECKING
 from mqlite import defaults
 from mqlite.clock import Clock
 from mqlite.config import sync_from_env
-from mqlite.engine import SCHEMA_VERSION, DLQBounds, Engine, EngineTx
+from mqlite.engine import SCHEMA_VERSION, DiskLimits, DLQBounds, Engine, EngineTx
 from mqlite.engine import backup as snapshots
 from mqlite.engine.backup import DatabaseFacts, Progress, Snapshot
 from mqlite.engine.store import parse_dsn
@@ -75,6 +75,8 @@ class EmbeddedClient(EmbeddedMethods):
         dlq_max_age_ms: int = 0,
         dlq_max_count: int = 0,
         dlq_max_bytes: int = 0,
+        disk_floor_bytes: int = defaults.DISK_FLOOR_BYTES,
+        disk_reserve_bytes: int = defaults.DISK_RESERVE_BYTES,
     ) -> None:
         if sync is None:
             sync = sync_from_env(os.environ)
@@ -84,6 +86,7 @@ class EmbeddedClient(EmbeddedMethods):
             sync=sync,
             max_message_bytes=max_message_bytes,
             dlq_defaults=DLQBounds(dlq_max_age_ms, dlq_max_count, dlq_max_bytes),
+            disk=DiskLimits(disk_floor_bytes, disk_reserve_bytes),
         )
         self._started_ms = self._engine.now_ms()
         if catch_up:
@@ -185,6 +188,8 @@ def open_embedded(
     dlq_max_age_ms: int = 0,
     dlq_max_count: int = 0,
     dlq_max_bytes: int = 0,
+    disk_floor_bytes: int = defaults.DISK_FLOOR_BYTES,
+    disk_reserve_bytes: int = defaults.DISK_RESERVE_BYTES,
 ) -> EmbeddedClient:
     """Open (creating if needed) a broker database in this process.
 
@@ -195,7 +200,10 @@ def open_embedded(
     processes such as the CLI.
     ``sync``: NORMAL/FULL/OFF/EXTRA (default ``MQLITE_SYNC`` or NORMAL).
     ``max_message_bytes``: body cap per message. ``dlq_max_*``: engine-default DLQ
-    retention bounds (0 = unbounded).
+    retention bounds (0 = unbounded). ``disk_floor_bytes``: sends are refused with
+    ``StorageFull`` while less is free on the database's filesystem (0: never), so
+    consumers can drain; ``disk_reserve_bytes``: a reserve file released when the disk
+    fills anyway (0: none). Both apply to file databases only.
     """
     return EmbeddedClient(
         dsn,
@@ -207,6 +215,8 @@ def open_embedded(
         dlq_max_age_ms=dlq_max_age_ms,
         dlq_max_count=dlq_max_count,
         dlq_max_bytes=dlq_max_bytes,
+        disk_floor_bytes=disk_floor_bytes,
+        disk_reserve_bytes=disk_reserve_bytes,
     )
 
 

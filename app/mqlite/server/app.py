@@ -22,7 +22,7 @@ from starlette.types import Receive, Scope, Send
 
 from mqlite import errors, wire
 from mqlite.config import Settings
-from mqlite.engine import DLQBounds, Engine
+from mqlite.engine import DiskLimits, DLQBounds, Engine
 from mqlite.scheduling import MaintenanceScheduler
 from mqlite.server import auth
 from mqlite.server.cors import CORSMiddleware
@@ -95,6 +95,7 @@ class BrokerApp:
             sync=s.sync,
             max_message_bytes=s.max_message_bytes,
             dlq_defaults=DLQBounds(s.dlq_max_age_ms, s.dlq_max_count, s.dlq_max_bytes),
+            disk=DiskLimits(s.disk_floor_bytes, s.disk_reserve_bytes),
         )
         self.runtime = Runtime(engine)
         self.started_ms = engine.now_ms()

@@ -1,0 +1,55 @@
+"""Schema migrations: an older database is brought to ``SCHEMA_VERSION`` at open, in the
+same transaction that checks it, or refused if no path leads there.
+
+Token 5 is the original's v0.3.x schema (and ours before bodies moved out): going to 6
+only adds a column (``ALTER TABLE ... ADD COLUMN``, O(1): no row is rewritten) and the
+``bodies`` table (created by the ordinary ``CREATE TABLE IF NOT EXISTS`` pass). Rows keep
+their inline bodies; new large ones go to ``bodies``. Every step is additive, so a failure
+rolls back to the untouched old database.
+"""
+
+from __future__ import annotations
+
+import sqlite3
+
+from mqlite import errors
+
+# from-token -> (to-token, statements run before the schema's own CREATE ... IF NOT EXISTS)
+STEPS: dict[str, tuple[str, tuple[str, ...]]] = {
+    "5": (
+        "6",
+        ("ALTER TABLE messages ADD COLUMN external_body_bytes INTEGER NOT NULL DEFAULT 0",),
+    ),
+}
+
+SET_VERSION_SQL = "UPDATE meta SET value = ? WHERE key = 'schema_version'"
+
+
+def plan(found: str, target: str) -> list[str]:
+    """The tokens from ``found`` to ``target``; ``SchemaVersionMismatch`` when there is no
+    path (a newer database, or a foreign token). Reads nothing, writes nothing."""
+    path, token = [], found
+    while token != target:
+        step = STEPS.get(token)
+        if step is None:
+            raise errors.SchemaVersionMismatch(
+                f"database schema version {found!r} cannot be opened by this mqlite (it reads "
+                f"{target!r} and migrates from {', '.join(sorted(STEPS)) or 'nothing'}); keep "
+                "the database with the binary that wrote it"
+            )
+        token = step[0]
+        path.append(token)
+    return path
+
+
+def migrate(conn: sqlite3.Connection, found: str, target: str) -> list[str]:
+    """Run every step from ``found`` to ``target`` on ``conn``, inside the caller's
+    transaction; returns the tokens passed through."""
+    path = plan(found, target)
+    token = found
+    for nxt in path:
+        for stmt in STEPS[token][1]:
+            conn.execute(stmt)
+        token = nxt
+    conn.execute(SET_VERSION_SQL, (target,))
+    return path
