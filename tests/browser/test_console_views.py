@@ -18,7 +18,7 @@ SIZES = {
 }
 
 
-@pytest.fixture(scope="module")
+@pytest.fixture
 def populated(console_broker: Broker) -> str:
     """A queue with a JSON, a text, a binary and a dead-lettered message, and a topic."""
     b = console_broker

@@ -92,6 +92,8 @@ function unmount() {
   app.cleanup = null;
   document.body.dataset.stale = "false";
   $("stale-banner").hidden = true;
+  $("freshness").textContent = "No auto-refresh here";
+  $("freshness").className = "pill";
 }
 
 function signOut(message) {
@@ -142,8 +144,7 @@ function route() {
   }
   const title = $("page-title");
   document.title = `${title ? title.textContent : "mqlite"} · mqlite console`;
-  if (title && document.activeElement !== document.body) title.focus();
-  else if (title) title.focus({ preventScroll: true });
+  if (title) title.focus(); // a screen reader announces the new view
 }
 
 async function boot() {

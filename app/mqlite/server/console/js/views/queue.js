@@ -39,6 +39,7 @@ function statsView(s) {
 }
 
 export function mount(root, ctx, name) {
+  let alive = true; // false once the operator navigated away (the loads below are async)
   let dead = null;
   const statsBox = h("div", { class: "live-data", id: "queue-stats" });
   fill(root, pageTitle(name), h("p", { class: "muted" }, "Loading…"));
@@ -53,9 +54,10 @@ export function mount(root, ctx, name) {
       const listed = await ctx.api.call("AdminService/ListQueues", {});
       info = (listed.queues || []).find((q) => q.name === name);
     } catch (err) {
-      fill(root, pageTitle(name), errorView(err));
+      if (alive) fill(root, pageTitle(name), errorView(err));
       return;
     }
+    if (!alive) return;
     if (!info) {
       fill(root, pageTitle(name), panel("No such queue", h("p", {}, `There is no queue named ${name}.`), h("p", {}, h("a", { href: "#/queues" }, "All queues"))));
       root.querySelector("#page-title").focus();
@@ -83,4 +85,7 @@ export function mount(root, ctx, name) {
     root.querySelector("#page-title").focus();
     ctx.poller.start(refreshStats);
   })();
+  return () => {
+    alive = false;
+  };
 }
