@@ -54,6 +54,12 @@ class MaintenanceScheduler:
         self._scheduler.add_job(run, "interval", seconds=every_ms / 1000.0, id=name, name=name)
 
     def start(self) -> None:
+        # The disk reserve exists from the start: a broker restarted on a disk that filled
+        # meanwhile releases it to open (engine/disk.py). Written off the writer.
+        try:
+            self._engine.tend_disk()
+        except Exception:
+            log.exception("could not create the disk reserve")
         self._scheduler.start()
 
     def stop(self) -> None:

@@ -235,7 +235,7 @@ def kill_group(proc: subprocess.Popen[bytes]) -> None:
 
 # The additive ``reason`` of an envelope, by the code it refines (the original broker's
 # clients read only code and message; ours rebuild the subclass from the reason).
-REASONS = {"queue_not_found": "not_found"}
+REASONS = {"queue_not_found": "not_found", "storage_full": "unavailable"}
 
 
 def assert_error(r: httpx.Response, status: int, code: str, reason: str | None = None) -> str:

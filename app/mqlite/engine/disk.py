@@ -53,6 +53,9 @@ class DiskGuard:
         self._free = 0
         self._read_at = float("-inf")
         self._below_floor = False
+        # Free pages inside the database file: room SQLite reuses before growing the file,
+        # so it counts as free space (kept current by the maintenance loop, note_freelist).
+        self._db_free = 0
 
     # -- what the engine asks -------------------------------------------------------------
 
@@ -87,13 +90,15 @@ class DiskGuard:
             self._read_at = float("-inf")
 
     def tend(self) -> None:
-        """Maintenance: (re)create the reserve once there is comfortable room for it."""
+        """Maintenance: (re)create the reserve once there is comfortable room for it (the
+        database's own free pages do not count here: the reserve needs filesystem room)."""
         if not self.reserve_bytes or os.path.exists(self.reserve_path):
             return
-        with self._lock:
-            self._read_at = float("-inf")
-            free = self._available()
-        if free >= self.floor_bytes + 2 * self.reserve_bytes:
+        try:
+            st = os.statvfs(self.directory)
+        except OSError:
+            return
+        if st.f_bavail * st.f_frsize >= self.floor_bytes + 2 * self.reserve_bytes:
             self._create_reserve()
 
     # -- the reserve ----------------------------------------------------------------------
@@ -136,9 +141,16 @@ class DiskGuard:
                 st = os.statvfs(self.directory)
             except OSError:  # unknowable (the directory is gone): never block on a guess
                 return UNKNOWN
-            self._free = st.f_bavail * st.f_frsize
+            self._free = st.f_bavail * st.f_frsize + self._db_free
             self._read_at = now
         return self._free
+
+    def note_freelist(self, free_bytes: int) -> None:
+        """The database's free pages, in bytes (read by a maintenance pass on the writer)."""
+        with self._lock:
+            if free_bytes != self._db_free:
+                self._db_free = free_bytes
+                self._read_at = float("-inf")
 
     def open_on_a_full_disk(self) -> None:
         """Before the database opens: if the disk is (nearly) full, release the reserve,

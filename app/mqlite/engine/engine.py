@@ -360,13 +360,16 @@ class Engine(AdminOps, KeyOps, TopicOps):
 
     @contextmanager
     def tx(self) -> Iterator[EngineTx]:
-        """One transaction shared by your SQL and mqlite's sends: both commit or neither.
+        """One transaction shared by your SQL, mqlite's sends and the settlement of the
+        messages you received: all commit or none does (``tx.py``).
 
-        Inside the block use ``tx.execute`` and ``tx.send``/``tx.send_one``/``tx.schedule``;
-        any exception rolls everything back (your own statements' ``sqlite3`` errors reach
-        you unchanged; mqlite's verbs and the COMMIT raise ``MQLiteError``s). The writer
-        is yours until the block ends: do not long-poll in it or wait on another thread
-        that calls the engine.
+        Inside the block use ``tx.execute``, ``tx.send``/``send_one``/``schedule`` and
+        ``tx.complete``/``abandon``/``reject``/``defer``/``complete_batch``; any exception
+        rolls everything back (your own statements' ``sqlite3`` errors reach you unchanged;
+        mqlite's verbs and the COMMIT raise ``MQLiteError``s), and so does a settlement
+        refused with ``LockLost``, even if caught. The writer is yours until the block
+        ends: keep it short, and do not long-poll in it or wait on another thread that
+        calls the engine.
         """
         with self.writer.hold():
             transaction = self.store.transaction()
@@ -374,8 +377,11 @@ class Engine(AdminOps, KeyOps, TopicOps):
                 conn = transaction.__enter__()
             except sqlite3.Error as exc:
                 raise translate(exc) from exc
+            handle = EngineTx(self, conn)
             try:
-                yield EngineTx(self, conn)
+                yield handle
+                if handle.doomed is not None:
+                    raise handle.doomed  # a refused settlement: nothing of the block commits
             except BaseException as exc:
                 transaction.__exit__(type(exc), exc, exc.__traceback__)
                 raise

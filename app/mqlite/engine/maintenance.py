@@ -92,6 +92,7 @@ PRUNE_ATTEMPTS_SQL = "DELETE FROM receive_attempts WHERE expires_at < :now"
 # step and its rows have no columns, so sqlite3's execute() steps it once (one page);
 # executescript() steps every statement to completion, hence it runs the vacuum.
 FREELIST_COUNT_SQL = "PRAGMA freelist_count"
+PAGE_SIZE_SQL = "PRAGMA page_size"
 WAL_CHECKPOINT_TRUNCATE_SQL = "PRAGMA wal_checkpoint(TRUNCATE)"
 INCREMENTAL_VACUUM_SQL = "PRAGMA incremental_vacuum"
 
@@ -147,6 +148,12 @@ DELETE FROM messages WHERE id IN (
     ORDER BY id LIMIT :batch
 )
 """
+
+
+def free_page_bytes(conn: sqlite3.Connection) -> int:
+    """Bytes of the database file's free pages (reused before the file grows)."""
+    pages = int(conn.execute(FREELIST_COUNT_SQL).fetchone()[0])
+    return pages * int(conn.execute(PAGE_SIZE_SQL).fetchone()[0])
 
 
 def reap_locks(conn: sqlite3.Connection, now_ms: int) -> Counter[str]:

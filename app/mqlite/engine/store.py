@@ -257,6 +257,13 @@ class Store:
                 raise errors.InvalidArgument("not allowed inside a transaction")
             yield self.conn
 
+    def reader(self) -> sqlite3.Connection:
+        """The connection for a read by the writer's holder, in or out of a transaction
+        (callers are ``@serialized``; nothing written through it)."""
+        if self._closed:
+            raise errors.Closed()
+        return self.conn
+
     @property
     def closed(self) -> bool:
         return self._closed

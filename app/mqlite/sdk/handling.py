@@ -7,6 +7,7 @@ receiver's state behind its one condition variable.
 from __future__ import annotations
 
 import queue as queue_mod
+import time
 from collections.abc import Sequence
 
 from mqlite import errors
@@ -19,14 +20,21 @@ from mqlite.sdk.consumer import (
     Lease,
     log,
 )
+from mqlite.sdk.inbox import SlowTxWarning, TxClient, TxHandler
 from mqlite.sdk.lease_renewal import LeaseRenewal
 from mqlite.types import Message
+
+
+class _Released(Exception):
+    """stop() abandoned the message while its transactional handler ran."""
 
 
 class MessageHandling(LeaseRenewal):
     """The worker threads' half of the ``Receiver``."""
 
     _handler: Handler
+    _tx_client: TxClient | None
+    _slow_tx: SlowTxWarning
     _backoff: Backoff | None
     _on_error: ErrorCallback | None
     _work: queue_mod.SimpleQueue[Lease | None]
@@ -44,6 +52,9 @@ class MessageHandling(LeaseRenewal):
                     self._cond.notify_all()
 
     def _process(self, lease: Lease) -> None:
+        if self._tx_client is not None:
+            self._process_in_tx(lease, self._tx_client)
+            return
         msg = lease.message
         verb: str
         reason = description = ""
@@ -84,6 +95,67 @@ class MessageHandling(LeaseRenewal):
                 self._count("abandoned")
         except Exception as exc:
             self._settle_failed(verb, msg, exc)
+
+    def _process_in_tx(self, lease: Lease, client: TxClient) -> None:
+        """Handler and completion in ONE transaction (inbox.py); on failure, the rollback
+        comes first, then the abandon or the dead-letter, outside it."""
+        msg = lease.message
+        handler: TxHandler = self._handler  # type: ignore[assignment]
+        started = time.monotonic()
+        outcome: BaseException | None = None
+        try:
+            with client.tx() as tx:
+                handler(msg, tx)
+                with self._cond:
+                    if lease.released:  # stop() gave it back: commit none of its effects
+                        raise _Released
+                    lease.settling = True
+                tx.complete(msg)
+        except BaseException as exc:
+            outcome = exc
+        elapsed_ms = (time.monotonic() - started) * 1000
+        if self._slow_tx.should_warn(elapsed_ms):
+            log.warning(
+                "a transactional handler held the writer for %.0f ms (every other call on the "
+                "database waits meanwhile): keep handlers short",
+                elapsed_ms,
+            )
+        if outcome is None:
+            self._count("completed")
+        elif isinstance(outcome, _Released):
+            return
+        elif isinstance(outcome, errors.LockLost):
+            self._settle_failed("complete", msg, outcome)
+        else:
+            self._settle_after_failure(lease, outcome)
+
+    def _settle_after_failure(self, lease: Lease, exc: BaseException) -> None:
+        """The transaction rolled back: dead-letter (``DeadLetter``) or abandon it."""
+        msg = lease.message
+        with self._cond:
+            if lease.released:
+                return
+            lease.settling = True
+        q, seq, token = self._queue, msg.seq_number, msg.lock_token
+        try:
+            if isinstance(exc, DeadLetter):
+                self._client.reject(q, seq, token, exc.reason, exc.description)
+                self._count("dead_lettered")
+                return
+            self._count("handler_errors")
+            self._report(exc, msg)
+            if self._on_error is None:
+                log.warning(
+                    "transactional handler failed on message %d of %r; rolled back, abandoning",
+                    seq,
+                    q,
+                    exc_info=exc,
+                )
+            delay = self._backoff.delay_ms(msg.delivery_count) if self._backoff else 0
+            self._client.abandon(q, seq, token, delay)
+            self._count("abandoned")
+        except Exception as err:
+            self._settle_failed("reject" if isinstance(exc, DeadLetter) else "abandon", msg, err)
 
     def _settle_failed(self, verb: str, msg: Message, exc: Exception) -> None:
         """A refused settlement never stops the loop (the broker redelivers), unless the

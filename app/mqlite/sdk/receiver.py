@@ -56,6 +56,7 @@ from mqlite.sdk.consumer import (
     renewal_delay_ms,
 )
 from mqlite.sdk.handling import MessageHandling
+from mqlite.sdk.inbox import SlowTxWarning, require_tx_client
 from mqlite.types import Message, ReceiveMode
 
 __all__ = [
@@ -88,6 +89,9 @@ class Receiver(MessageHandling):
     jitter); ``clock`` is what lease deadlines are compared against: by default the
     client's own ``clock`` when it has one (the embedded engine stamps deadlines with it,
     FakeClock included), else the system clock (a remote broker's epoch-ms deadlines).
+    ``transactional=True`` (embedded client only, ``inbox.py``): ``handler(message, tx)``
+    runs inside ``client.tx()`` and the message is completed in that same transaction, so
+    its business writes and follow-up sends commit with the completion or not at all.
 
     Lifecycle: ``start()`` returns at once, ``run()`` blocks until stopped, ``stop()``
     drains; a ``with Receiver(...) as r:`` block starts it and stops it on exit. A receiver
@@ -109,6 +113,7 @@ class Receiver(MessageHandling):
         on_error: ErrorCallback | None = None,
         retry_backoff: Backoff | None = None,
         clock: Clock | None = None,
+        transactional: bool = False,
     ) -> None:
         if not isinstance(queue, str) or not queue:
             raise ValueError("queue must be a non-empty string")
@@ -147,6 +152,8 @@ class Receiver(MessageHandling):
         self._on_error = on_error
         self._retry = retry_backoff if retry_backoff is not None else Backoff(100, 5000)
         self._clock: Clock = clock if clock is not None else client_clock(client)
+        self._tx_client = require_tx_client(client) if transactional else None
+        self._slow_tx = SlowTxWarning()
 
         self._cond = threading.Condition()
         self._inflight: dict[tuple[int, str], Lease] = {}
