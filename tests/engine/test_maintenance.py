@@ -523,6 +523,7 @@ PLANS: dict[str, tuple[set[str], set[str]]] = {
     "PRUNE_RECEIPTS_SQL": ({"idx_settlement_expire"}, set()),
     "PRUNE_ATTEMPTS_SQL": ({"idx_recv_attempt_expire"}, set()),
     "FREELIST_COUNT_SQL": (set(), set()),
+    "PAGE_SIZE_SQL": (set(), set()),
     "WAL_CHECKPOINT_TRUNCATE_SQL": (set(), set()),
     "INCREMENTAL_VACUUM_SQL": (set(), set()),
     "DLQ_QUEUES_SQL": ({"idx_msg_dlq", AUTO_QUEUES}, {"dq"}),  # dq = the recursive CTE
