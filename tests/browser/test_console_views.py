@@ -116,6 +116,7 @@ def test_every_view_is_accessible_and_screenshotted(
 
 def test_keyboard_alone_signs_in_and_navigates(console: ConsolePage) -> None:
     page = console.page
+    console.broker.create_queue(unique("kbd"))  # the overview then has a queue table
     console.open()
     console.heading("Sign in")
     expect(page.get_by_label("Access token")).to_be_focused()
@@ -134,6 +135,13 @@ def test_keyboard_alone_signs_in_and_navigates(console: ConsolePage) -> None:
             )
         )
     assert order[:4] == ["Overview", "Queues", "Topics", "Access keys"], order
+    # A refresh re-renders the data but keeps the keyboard focus where it was.
+    console.set_refresh("every 2 s")
+    region = page.get_by_role("region", name="Largest queues by retained messages")
+    region.focus()
+    before = page.locator("#freshness").inner_text()
+    expect(page.locator("#freshness")).not_to_have_text(before, timeout=8_000)
+    expect(region).to_be_focused()
     page.locator("#nav a", has_text="Queues").focus()
     page.keyboard.press("Enter")
     console.heading("Queues")

@@ -75,7 +75,7 @@ export function table(caption, columns, rows, empty = "Nothing to show.") {
   if (!rows.length) return h("p", { class: "empty" }, empty);
   return h(
     "div",
-    { class: "table-wrap", tabindex: "0", role: "region", "aria-label": caption },
+    { class: "table-wrap", tabindex: "0", role: "region", "aria-label": caption, "data-focus-id": `table:${caption}` },
     h(
       "table",
       {},
