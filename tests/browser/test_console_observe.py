@@ -49,13 +49,15 @@ def observation(n: int, access: str, *, available: bool = True) -> dict[str, Any
             "duration_seconds": 0.002,
             "error_code": "" if available else "busy",
         },
-        "queue_count": 1,
-        "subscription_count": 0,
+        "queue_count": 1 if available else None,
+        "subscription_count": 0 if available else None,
         "queues": queues if available else None,
         "runtime": {
             "schema_version": "6",
-            "read_probe": {"available": True, "latency_seconds": 0.0004},
-            "footprint": {"available": True, "bytes": 294_912},
+            "read_available": True,
+            "read_latency_seconds": 0.0004,
+            "db_size_available": True,
+            "db_size_bytes": 294_912,
         },
         "messages": [
             {"queue": "orders", "event": "enqueued", "count": 100 + 20 * n},
@@ -71,6 +73,7 @@ def observation(n: int, access: str, *, available: bool = True) -> dict[str, Any
             {
                 "task": "ttl",
                 "enabled": True,
+                "runs": {"success": 40, "error": 2, "interrupted": 0},
                 "last_outcome": "failed",
                 "last_run_at_ms": t - 1000,
                 "last_success_at_ms": t - 120_000,
@@ -87,7 +90,7 @@ def observation(n: int, access: str, *, available: bool = True) -> dict[str, Any
             },
             {"task": "locks", "enabled": True, "last_outcome": "ok", "consecutive_failures": 0},
         ],
-        "filters": {"failures": [{"stage": "evaluate", "count": 1}]},
+        "filters": [{"stage": "compile", "count": 0}, {"stage": "evaluate", "count": 1}],
         "http": {
             "state": "available",
             "authentication": [

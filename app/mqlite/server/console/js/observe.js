@@ -2,123 +2,104 @@
 // freshness or rates (overview, queues list, charts) goes through ``observe()``, which
 // answers one normalized shape from either source:
 //
-// - ``AdminService/Observe`` (v0.3.2+; manage or monitor): the canonical observation
-//   (api-reference "Observe"). Field names are read tolerantly (``pick``), because the
-//   observation is additive across versions; an absent domain is ``null`` = "not
-//   reported", never zero (observability "Availability and freshness").
-// - A broker without Observe, manage only: ``Status`` + ``ListQueues`` + one ``Stats`` per
-//   queue. Counts and ages, no event counters (so no rates) and no maintenance/auth domains.
+// - ``AdminService/Observe`` (manage or monitor): the canonical observation
+//   (api-reference "Observe"; ``mqlite.wire.observability.ObserveResponse``). ``null``
+//   there means unknown and stays ``null`` here — queues while the collection is
+//   unavailable, a failed probe's latency, an unmeasurable footprint — never zero.
+// - A broker without Observe (older), manage only: ``Status`` + ``ListQueues`` + one
+//   ``Stats`` per queue. Counts and ages, no event counters (so no rates) and no
+//   storage/maintenance/auth domains, each shown as "not reported".
 
 import { BrokerError } from "./api.js";
 
 export const STATES = ["active", "locked", "deferred", "scheduled", "dead_lettered"];
 const STATS_CONCURRENCY = 4;
 
-/** The first present (not undefined/null) value among ``names`` of ``obj``. */
-function pick(obj, ...names) {
-  if (!obj || typeof obj !== "object") return undefined;
-  for (const n of names) if (obj[n] !== undefined && obj[n] !== null) return obj[n];
-  return undefined;
-}
-
-const secondsToMs = (s) => (typeof s === "number" ? s * 1000 : undefined);
-const list = (v) => (Array.isArray(v) ? v : null);
+const num = (v) => (typeof v === "number" ? v : 0);
+const orNull = (v) => (v === undefined ? null : v);
 
 function normalizeQueue(q) {
-  const states = pick(q, "states", "messages", "counts") || q;
-  const out = { name: pick(q, "queue", "name") };
-  for (const s of STATES) out[s] = Number(pick(states, s) || 0);
-  const stateSum = STATES.reduce((acc, s) => acc + out[s], 0);
-  out.retained = Number(pick(q, "retained", "retained_messages", "total") ?? stateSum);
-  out.unexpected = Number(pick(q, "unexpected", "unexpected_messages") || 0);
-  out.oldestAgeMs = pick(q, "oldest_message_age_ms") ?? secondsToMs(pick(q, "oldest_message_age_seconds", "oldest_age_seconds")) ?? 0;
+  const out = { name: q.queue ?? q.name, kind: q.kind || "" };
+  for (const s of STATES) out[s] = num(q[s]);
+  out.retained = typeof q.retained === "number" ? q.retained : num(q.total) || STATES.reduce((a, s) => a + out[s], 0);
+  out.unexpected = num(q.unexpected);
+  out.oldestAgeMs = typeof q.oldest_message_age_ms === "number" ? q.oldest_message_age_ms : num(q.oldest_age_seconds) * 1000;
   return out;
 }
 
 function normalizeMaintenance(m) {
-  const diag = list(pick(m, "diagnostics", "failures", "recent_failures")) || [];
   return {
-    task: pick(m, "task", "name"),
-    enabled: pick(m, "enabled") !== false,
-    lastOutcome: pick(m, "last_outcome", "outcome", "state") || "never",
-    lastRunAtMs: pick(m, "last_run_at_ms", "last_run_ms") || 0,
-    lastSuccessAtMs: pick(m, "last_success_at_ms", "last_success_ms") || 0,
-    consecutiveFailures: Number(pick(m, "consecutive_failures", "consecutive_failed_passes") || 0),
-    recoveredAtMs: pick(m, "recovered_at_ms") || 0,
-    failures: diag.map((d) => ({
-      atMs: pick(d, "at_ms", "timestamp_ms", "failed_at_ms") || 0,
-      step: pick(d, "step") || "",
-      category: pick(d, "category") || "",
-      explanation: pick(d, "explanation", "message") || "",
-      fingerprint: pick(d, "fingerprint") || "",
+    task: m.task || "",
+    enabled: Boolean(m.enabled),
+    runs: m.runs || null,
+    lastOutcome: m.last_outcome || "never",
+    lastRunAtMs: num(m.last_run_at_ms),
+    lastSuccessAtMs: num(m.last_success_at_ms),
+    consecutiveFailures: num(m.consecutive_failures),
+    recoveredAtMs: num(m.recovered_at_ms),
+    failures: (m.diagnostics || []).map((d) => ({
+      atMs: num(d.at_ms),
+      step: d.step || "",
+      category: d.category || "",
+      explanation: d.explanation || "",
+      fingerprint: d.fingerprint || "",
     })),
   };
 }
 
-/** Sum of ``count`` over a list of labelled counters (the shape Observe uses throughout). */
+/** Sum ``count`` by ``key`` over a list of labelled counters. */
 function counters(items, key) {
   const out = {};
-  for (const it of items || []) {
-    const k = pick(it, key);
-    out[k] = (out[k] || 0) + Number(pick(it, "count", "value") || 0);
-  }
+  for (const it of items || []) out[it[key]] = (out[it[key]] || 0) + num(it.count);
   return out;
 }
 
 export function normalizeObservation(o) {
-  const collection = pick(o, "collection") || {};
-  const runtime = pick(o, "runtime") || {};
-  const http = pick(o, "http") || {};
-  const storage = pick(o, "storage") || {};
-  const readProbe = pick(runtime, "read_probe", "read") || runtime;
-  const footprint = pick(runtime, "footprint", "size", "local_footprint") || runtime;
-  const queues = list(pick(o, "queues"));
-  const messages = list(pick(o, "messages"));
+  const collection = o.collection || {};
+  const runtime = o.runtime || {};
+  const http = o.http || {};
+  const queues = Array.isArray(o.queues) ? o.queues : null;
   const events = {};
-  for (const m of messages || []) {
-    const key = `${pick(m, "queue")}\u0000${pick(m, "event")}`;
-    events[key] = (events[key] || 0) + Number(pick(m, "count") || 0);
+  for (const m of o.messages || []) {
+    const key = `${m.queue}\u0000${m.event}`;
+    events[key] = (events[key] || 0) + num(m.count);
   }
-  const auth = list(pick(http, "authentication", "auth", "authentication_outcomes"));
-  const storageOps = list(pick(storage, "operations")) || list(storage);
-  const filters = pick(o, "filters");
+  const httpState = http.state || "not_applicable";
   return {
     source: "observe",
-    access: pick(o, "access") || "",
-    version: pick(o, "version") || "",
-    backend: pick(o, "backend") || "",
-    sampledAtMs: pick(o, "sampled_at_ms") || Date.now(),
-    startedAtMs: pick(o, "started_at_ms") || 0,
+    access: o.access || "",
+    version: o.version || "",
+    backend: o.backend || "",
+    sampledAtMs: o.sampled_at_ms || Date.now(),
+    startedAtMs: num(o.started_at_ms),
     collection: {
-      state: pick(collection, "state") || "unknown",
-      lastSuccessAtMs: pick(collection, "last_success_at_ms") || 0,
-      durationSeconds: pick(collection, "duration_seconds"),
-      errorCode: pick(collection, "error_code") || "",
+      state: collection.state || "unavailable",
+      lastSuccessAtMs: num(collection.last_success_at_ms),
+      durationSeconds: collection.duration_seconds,
+      errorCode: collection.error_code || "",
     },
-    queueCount: pick(o, "queue_count"),
-    subscriptionCount: pick(o, "subscription_count"),
+    queueCount: orNull(o.queue_count),
+    subscriptionCount: orNull(o.subscription_count),
     queues: queues ? queues.map(normalizeQueue) : null,
-    events: messages ? events : null,
+    events,
     runtime: {
-      schemaVersion: pick(runtime, "schema_version") || "",
-      readAvailable: pick(readProbe, "read_available", "available"),
-      pingSeconds: pick(readProbe, "ping_seconds", "latency_seconds"),
-      sizeAvailable: pick(footprint, "size_available", "available"),
-      sizeBytes: pick(footprint, "size_bytes", "bytes"),
+      schemaVersion: runtime.schema_version || "",
+      readAvailable: runtime.read_available,
+      pingSeconds: runtime.read_latency_seconds ?? undefined,
+      sizeAvailable: runtime.db_size_available,
+      sizeBytes: runtime.db_size_bytes ?? undefined,
     },
-    storage: storageOps
-      ? storageOps.map((s) => ({
-          operation: pick(s, "operation") || "",
-          outcome: pick(s, "outcome") || "",
-          errorCode: pick(s, "error_code") || "",
-          count: Number(pick(s, "count") || 0),
-          lastError: pick(s, "last_error") || null,
-        }))
-      : null,
-    maintenance: list(pick(o, "maintenance")) ? pick(o, "maintenance").map(normalizeMaintenance) : null,
-    filterFailures: filters ? counters(list(pick(filters, "failures")) || list(filters), "stage") : null,
-    auth: auth ? counters(auth, "outcome") : null,
-    httpState: pick(http, "state") || (auth ? "available" : "not_reported"),
+    storage: ((o.storage || {}).operations || []).map((s) => ({
+      operation: s.operation || "",
+      outcome: s.outcome || "",
+      errorCode: s.error_code || "",
+      count: num(s.count),
+      lastError: s.last_error || null,
+    })),
+    maintenance: (o.maintenance || []).map(normalizeMaintenance),
+    filterFailures: counters(o.filters, "stage"),
+    auth: httpState === "available" ? counters(http.authentication, "outcome") : null,
+    httpState,
   };
 }
 

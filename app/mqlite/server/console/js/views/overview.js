@@ -110,8 +110,16 @@ function maintenancePanel(obs) {
     "Maintenance",
     table(
       "Maintenance tasks",
-      [{ label: "Task" }, { label: "Enabled" }, { label: "Latest" }, { label: "Last run" }, { label: "Last success" }, { label: "Failing streak", cls: "num" }],
-      obs.maintenance.map((m) => [m.task, m.enabled ? "yes" : "no", h("span", { class: `badge outcome-${m.lastOutcome}` }, m.lastOutcome), dateTime(m.lastRunAtMs), dateTime(m.lastSuccessAtMs), count(m.consecutiveFailures)]),
+      [{ label: "Task" }, { label: "Enabled" }, { label: "Latest" }, { label: "Last run" }, { label: "Last success" }, { label: "Runs" }, { label: "Failing streak", cls: "num" }],
+      obs.maintenance.map((m) => [
+        m.task,
+        m.enabled ? "yes" : "no",
+        h("span", { class: `badge outcome-${m.lastOutcome}` }, m.lastOutcome),
+        dateTime(m.lastRunAtMs),
+        dateTime(m.lastSuccessAtMs),
+        m.runs ? `${count(m.runs.success)} ok, ${count(m.runs.error)} failed, ${count(m.runs.interrupted)} interrupted` : "—",
+        count(m.consecutiveFailures),
+      ]),
     ),
     h("h3", {}, "Recent failures"),
     table(
