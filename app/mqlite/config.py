@@ -182,6 +182,7 @@ class Settings:
     log_level: str = "INFO"
     disk_floor_bytes: int = defaults.DISK_FLOOR_BYTES
     disk_reserve_bytes: int = defaults.DISK_RESERVE_BYTES
+    diagnostic_log: str = ""  # "" = off; else the private diagnostic JSONL file
 
     @property
     def auth(self) -> bool:
@@ -257,6 +258,7 @@ class Settings:
             disk_reserve_bytes=_int(
                 environ, "MQLITE_DISK_RESERVE_BYTES", defaults.DISK_RESERVE_BYTES, minimum=0
             ),
+            diagnostic_log=environ.get("MQLITE_DIAGNOSTIC_LOG", "").strip(),
         )
 
     def with_flags(
@@ -265,9 +267,12 @@ class Settings:
         addr: str | None = None,
         metrics: bool | None = None,
         insecure_allow_remote: bool | None = None,
+        diagnostic_log: str | None = None,
     ) -> Settings:
         """Overlay command-line flags (flags win over the environment)."""
         s = self
+        if diagnostic_log is not None:
+            s = replace(s, diagnostic_log=diagnostic_log.strip())
         if addr is not None:
             parse_addr(addr, name="--addr")
             s = replace(s, addr=addr)

@@ -138,14 +138,6 @@ class Unavailable(MQLiteError):
     http_status = 503
 
 
-class StorageFull(Unavailable):
-    """the database's disk is full or below its free-space floor: sends are refused until
-    space is freed, while receiving, settling and purging keep working; retry later."""
-
-    reason = "storage_full"
-    category = "full"  # the storage category (as ``StorageError.category``)
-
-
 class Unimplemented(MQLiteError):
     """method not implemented (POST required)."""
 
@@ -166,6 +158,19 @@ class StorageError(Internal):
     def __init__(self, message: str | None = None, *, category: str = "other") -> None:
         super().__init__(message)
         self.category = category  # bounded: full, busy, corrupt, io, closed, other
+
+
+class StorageFull(Unavailable, StorageError):
+    """the database's disk is full or below its free-space floor: sends are refused until
+    space is freed, while receiving, settling and purging keep working; retry later.
+
+    A ``StorageError`` (``except StorageError`` sees every storage failure) whose wire form
+    is the retryable ``503 unavailable`` with reason ``storage_full``."""
+
+    reason = "storage_full"
+
+    def __init__(self, message: str | None = None) -> None:
+        StorageError.__init__(self, message, category="full")
 
 
 # Errors that only exist in-process (they never cross the wire as their own code; a

@@ -33,9 +33,14 @@ class MaintenanceScheduler:
         self._add("activate_scheduled", engine.activate_scheduled, defaults.SCHEDULER_INTERVAL_MS)
         self._add("expire_ttl", engine.expire_ttl, defaults.TTL_INTERVAL_MS)
         self._add("janitors", engine.run_janitors, defaults.JANITOR_INTERVAL_MS)
-        self._add("reclaim_free_pages", engine.reclaim_free_pages, defaults.JANITOR_INTERVAL_MS)
+        self._add("reclaim_free_pages", engine.reclaim_pass, defaults.JANITOR_INTERVAL_MS)
         # Off the writer: recreating the disk reserve writes a file of reserve_bytes.
         self._add("tend_disk", engine.tend_disk, defaults.DISK_TEND_INTERVAL_MS, writer=False)
+        # What Observe reports as enabled: every task this scheduler runs (reclaim only
+        # for a database file: in memory it does not apply).
+        self._tasks = ["locks", "scheduled", "ttl", "dedup", "receipts", "retention"]
+        if not engine.store.location.is_memory:
+            self._tasks.append("reclaim")
 
     def _add(self, name: str, fn: Callable[[], Any], every_ms: int, writer: bool = True) -> None:
         on_writer = self._engine.writer.call_on_thread
@@ -48,12 +53,17 @@ class MaintenanceScheduler:
                     fn()
             except errors.Closed:
                 pass  # shutting down: the engine refused new work
+            except errors.MQLiteError:
+                # Recorded and reported already (Observe's maintenance, the
+                # maintenance.failure event); retried next tick, never fatal.
+                log.debug("maintenance pass failed", extra={"pass": name}, exc_info=True)
             except Exception:  # a failed pass is logged and retried next tick, never fatal
                 log.exception("maintenance pass failed", extra={"pass": name})
 
         self._scheduler.add_job(run, "interval", seconds=every_ms / 1000.0, id=name, name=name)
 
     def start(self) -> None:
+        self._engine.maintenance_runs.enable(self._tasks)
         # The disk reserve exists from the start: a broker restarted on a disk that filled
         # meanwhile releases it to open (engine/disk.py). Written off the writer.
         try:

@@ -202,6 +202,9 @@ class Permission(StrEnum):
     SEND = "send"
     LISTEN = "listen"
     MANAGE = "manage"
+    # Observe and /metrics: configured monitor credentials, and everything with manage.
+    # Never a managed-key permission (keys.MANAGED_PERMISSIONS leaves it out).
+    MONITOR = "monitor"
 
 
 @dataclass(frozen=True, slots=True)

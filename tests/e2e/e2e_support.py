@@ -56,8 +56,16 @@ def free_port() -> int:
         return int(s.getsockname()[1])
 
 
-def serve_command(addr: str | None, args: Sequence[str] = ()) -> list[str]:
-    cmd = [sys.executable, "-m", "mqlite.cli.main", "serve"]
+FAULTY_SERVE = str(Path(__file__).with_name("faulty_serve.py"))
+
+
+def serve_command(addr: str | None, args: Sequence[str] = (), *, faulty: bool = False) -> list[str]:
+    """``mqlite serve``; ``faulty``: with the storage fault seam (``faulty_serve.py``)."""
+    cmd = (
+        [sys.executable, FAULTY_SERVE]
+        if faulty
+        else [sys.executable, "-m", "mqlite.cli.main", "serve"]
+    )
     if addr is not None:
         cmd += ["--addr", addr]
     return cmd + list(args)
@@ -290,6 +298,7 @@ class BrokerFactory:
         *,
         addr: str | None = "auto",
         db_path: Path | None = None,
+        faulty: bool = False,
     ) -> tuple[subprocess.Popen[bytes], Path, Path, Path, dict[str, str], int]:
         """Start a serve process without waiting for it (for startup-failure tests)."""
         d, out, err = self._paths()
@@ -300,7 +309,7 @@ class BrokerFactory:
         full_env = base_env(db, env or {})
         with out.open("wb") as fo, err.open("wb") as fe:
             proc = subprocess.Popen(
-                serve_command(addr, args),
+                serve_command(addr, args, faulty=faulty),
                 env=full_env,
                 stdout=fo,
                 stderr=fe,
@@ -320,12 +329,15 @@ class BrokerFactory:
         db_path: Path | None = None,
         host: str = "127.0.0.1",
         addr: str | None = "auto",
+        faulty: bool = False,
     ) -> Broker:
         """Start a broker and wait for ``/healthz``. ``env`` defaults MQLITE_TOKENS to the
         admin token; pass ``{"MQLITE_TOKENS": "off"}`` (and ``token=None``) for auth off."""
         merged: dict[str, str | None] = {"MQLITE_TOKENS": ADMIN_TOKEN}
         merged.update(env or {})
-        proc, db, out, err, full_env, port = self.spawn(merged, args, addr=addr, db_path=db_path)
+        proc, db, out, err, full_env, port = self.spawn(
+            merged, args, addr=addr, db_path=db_path, faulty=faulty
+        )
         explicit = addr if addr != "auto" else None
         if addr is None:  # listening where MQLITE_ADDR says
             explicit = full_env.get("MQLITE_ADDR")

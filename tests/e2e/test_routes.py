@@ -43,10 +43,11 @@ ORIGINAL_ORDER = [
     "AdminService/Purge",
     "AdminService/Status",
 ]
-# Added by v0.3.1 (AuthService) and v0.3.3 (DeleteQueue) + this issue (Unsubscribe).
+# Added by v0.3.1 (AuthService), v0.3.2 (Observe) and v0.3.3 (DeleteQueue) + Unsubscribe.
 LATER = [
     "AdminService/DeleteQueue",
     "AdminService/Unsubscribe",
+    "AdminService/Observe",
     "AuthService/CreateKey",
     "AuthService/ListKeys",
     "AuthService/RevokeKey",

@@ -13,9 +13,9 @@ import pytest
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "e2e"))
 
-from e2e_support import Broker, BrokerFactory
+from e2e_support import BrokerFactory
 from ops_support import ensure_debian_tools
-from promstack import MONITOR_TOKEN, WRONG_TOKEN, PromStack
+from promstack import MONITOR_TOKEN, WRONG_TOKEN, Monitored, PromStack
 
 
 @pytest.fixture(scope="session")
@@ -36,11 +36,18 @@ def broker_factory(tmp_path: Path) -> Iterator[BrokerFactory]:
 @pytest.fixture
 def monitored(
     broker_factory: BrokerFactory, tmp_path: Path, debian_tools: dict[str, str]
-) -> Iterator[tuple[Broker, PromStack]]:
-    """A real broker with metrics on and MONITOR_TOKEN, watched by a real stack: job
-    ``mqlite`` scrapes it with the token file, job ``mqlite-wrong-token`` with WRONG_TOKEN.
-    The stack's process logs are printed when the test fails."""
-    broker = broker_factory({"MQLITE_METRICS": "on", "MQLITE_MONITOR_TOKENS": MONITOR_TOKEN})
+) -> Iterator[Monitored]:
+    """A real broker with metrics on, MONITOR_TOKEN and a diagnostic log, watched by a real
+    stack: job ``mqlite`` scrapes it with the token file, job ``mqlite-wrong-token`` with
+    WRONG_TOKEN. The stack's process logs are printed when the test fails."""
+    fault, diagnostic_log = tmp_path / "unreadable", tmp_path / "diagnostics.jsonl"
+    env = {
+        "MQLITE_METRICS": "on",
+        "MQLITE_MONITOR_TOKENS": MONITOR_TOKEN,
+        "MQLITE_DIAGNOSTIC_LOG": str(diagnostic_log),
+        "FAULTY_SERVE_TRIGGER": str(fault),
+    }
+    broker = broker_factory(env, faulty=True)
     with PromStack(
         tmp_path / "stack",
         target=f"127.0.0.1:{broker.port}",
@@ -48,7 +55,7 @@ def monitored(
         extra_tokens={"mqlite-wrong-token": WRONG_TOKEN},
     ) as stack:
         try:
-            yield broker, stack
+            yield Monitored(broker, stack, fault, diagnostic_log)
         except BaseException:
             print(stack.logs())
             raise

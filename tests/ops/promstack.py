@@ -34,6 +34,7 @@ import subprocess
 import threading
 import time
 from collections.abc import Callable, Mapping
+from dataclasses import dataclass
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 from typing import Any
@@ -330,6 +331,17 @@ def alert_in(payload: dict[str, Any], name: str, status: str, **labels: str) -> 
         and all(a["labels"].get(k) == v for k, v in labels.items())
         for a in payload.get("alerts", [])
     )
+
+
+@dataclass
+class Monitored:
+    """A broker under a stack (the ``monitored`` fixture): the file whose existence makes
+    its database unreadable (``tests/e2e/faulty_serve.py``) and its diagnostic log."""
+
+    broker: Any
+    stack: PromStack
+    fault: Path
+    diagnostic_log: Path
 
 
 class PromStack:

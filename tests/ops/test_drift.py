@@ -125,3 +125,22 @@ def test_base_images_are_the_stand_ins_the_tests_build() -> None:
     images = {n: s.get("image") for n, s in _compose()["services"].items()}
     assert images["prometheus"] == standins["PROMETHEUS"]
     assert images["alertmanager"] == standins["ALERTMANAGER"]
+
+
+def test_the_compose_prometheus_is_the_host_one_with_compose_names() -> None:
+    """ops/prometheus/prometheus.compose.yml differs from prometheus.yml only where the
+    compose network differs: the broker and alertmanager service names and the monitor
+    token's compose secret path (compose.yaml mounts it; tests/appliance runs it)."""
+    host = yaml.safe_load((REPO / "ops" / "prometheus" / "prometheus.yml").read_text())
+    comp = yaml.safe_load((REPO / "ops" / "prometheus" / "prometheus.compose.yml").read_text())
+    ((job,),) = [[j for j in comp["scrape_configs"] if j["job_name"] == "mqlite"]]
+    assert job["static_configs"] == [{"targets": ["broker:6754"]}]
+    assert job["authorization"]["credentials_file"] == "/run/secrets/mqlite-monitor.token"
+    (am,) = comp["alerting"]["alertmanagers"]
+    assert am["static_configs"] == [{"targets": ["alertmanager:9093"]}]
+    secrets = _compose()["services"]["prometheus"]["secrets"]
+    assert "mqlite-monitor.token" in secrets
+    job["static_configs"] = host["scrape_configs"][0]["static_configs"]
+    job["authorization"] = host["scrape_configs"][0]["authorization"]
+    comp["alerting"] = host["alerting"]
+    assert comp == host

@@ -97,7 +97,7 @@ def test_compose_mounts_the_observability_files_at_their_paths() -> None:
         if m.startswith("./")
     }
     assert mounts == {
-        "./ops/prometheus/prometheus.yml": "/etc/prometheus/prometheus.yml",
+        "./ops/prometheus/prometheus.compose.yml": "/etc/prometheus/prometheus.yml",
         "./ops/prometheus/rules.yml": "/etc/prometheus/rules.yml",
         "./ops/alertmanager/alertmanager.yml": "/etc/alertmanager/alertmanager.yml",
         "./ops/grafana/provisioning": "/etc/grafana/provisioning",

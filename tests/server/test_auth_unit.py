@@ -143,15 +143,15 @@ BOTH_KEY = auth.Principal("key", frozenset({"send", "listen"}), "k3")
 @pytest.mark.parametrize(
     ("principal", "allowed"),
     [
-        (auth.ADMIN, {"send", "listen", "manage", "manage_keys"}),
+        (auth.ADMIN, {"send", "listen", "manage", "manage_keys", "monitor"}),
         (SEND_KEY, {"send"}),
         (LISTEN_KEY, {"listen"}),
         (BOTH_KEY, {"send", "listen"}),
-        (auth.MONITOR, set()),
+        (auth.MONITOR, {"monitor"}),
     ],
 )
 def test_authorize_with_auth_on(principal: auth.Principal, allowed: set[str]) -> None:
-    for permission in ("send", "listen", "manage", "manage_keys"):
+    for permission in ("send", "listen", "manage", "manage_keys", "monitor"):
         if permission in allowed:
             auth.authorize(principal, permission, auth_enabled=True)
         else:
@@ -185,13 +185,17 @@ SPEC_PERMISSIONS = {
             "RenewBatch",
         )
     },
+    # "manage or a configured monitor credential" (the monitor row of the table).
+    "monitor": {"AdminService/Observe"},
 }
 
 
 def test_route_permissions_match_the_spec_table() -> None:
     for route in wire.ROUTES:
         perm = route.permission.value
-        if route.service in ("AdminService", "AuthService"):
+        if route.name in SPEC_PERMISSIONS["monitor"]:
+            assert perm == "monitor", route.name
+        elif route.service in ("AdminService", "AuthService"):
             assert perm == "manage", route.name
         else:
             assert route.name in SPEC_PERMISSIONS[perm], (route.name, perm)
@@ -362,7 +366,10 @@ def test_app_monitor_token_metrics_only() -> None:
         assert c.get("/metrics").status_code == 401
         for route in wire.ROUTES:
             r = c.post(route.path, json={}, headers=_bearer(MONITOR))
-            _err(r, 403, "permission_denied")
+            if route is wire.OBSERVE:  # Observe and /metrics are all a monitor may do
+                assert r.status_code == 200 and r.json()["access"] == "monitor"
+            else:
+                _err(r, 403, "permission_denied")
 
 
 def test_app_auth_off_forbids_key_management() -> None:

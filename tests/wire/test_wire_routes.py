@@ -30,6 +30,7 @@ EXPECTED = [
     ("AdminService/Redrive", "manage"),
     ("AdminService/Purge", "manage"),
     ("AdminService/Status", "manage"),
+    ("AdminService/Observe", "monitor"),
     ("AuthService/CreateKey", "manage"),
     ("AuthService/ListKeys", "manage"),
     ("AuthService/RevokeKey", "manage"),
@@ -64,7 +65,7 @@ def test_routes_by_path_is_the_table_in_order() -> None:
     for r in wire.ROUTES:
         assert wire.ROUTES_BY_PATH[r.path] is r
     assert "/mqlite.v1.QueueService/Nope" not in wire.ROUTES_BY_PATH
-    assert len(set(wire.ROUTES)) == len(wire.ROUTES) == 27
+    assert len(set(wire.ROUTES)) == len(wire.ROUTES) == 28
 
 
 def test_routes_by_path_is_read_only() -> None:
@@ -93,7 +94,7 @@ def test_receive_views() -> None:
 
 def test_only_fieldless_requests_accept_an_empty_body() -> None:
     optional = {r.method for r in wire.ROUTES if r.body_optional}
-    assert optional == {"ListQueues", "ListSubscriptions", "Status"}
+    assert optional == {"ListQueues", "ListSubscriptions", "Status", "Observe"}
 
 
 def test_every_route_constant_is_exported() -> None:

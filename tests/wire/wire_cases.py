@@ -207,6 +207,7 @@ REQUEST_CASES: list[Case] = [
         {"queue": "q", "max": 3, "older_than_ms": 1_000},
     ),
     (wire.STATUS, wire.EmptyRequest(), {}),
+    (wire.OBSERVE, wire.EmptyRequest(), {}),
     (
         wire.CREATE_KEY,
         wire.CreateKeyRequest(KEY_ID, "ci", ("send", "listen"), 1_800_000_000_000),

@@ -185,6 +185,53 @@ RESPONSE_CASES: list[Case] = [
     (wire.REDRIVE, wire.RedriveResponse(), {"moved": 0}),
     (wire.PURGE, wire.PurgeResponse(4), {"purged": 4}),
     (
+        wire.OBSERVE,
+        wire.ObserveResponse(),
+        {
+            "sampled_at_ms": 0,
+            "started_at_ms": 0,
+            "backend": "",
+            "version": "",
+            "access": "",
+            "collection": {
+                "state": "unavailable",
+                "last_success_at_ms": 0,
+                "duration_seconds": 0.0,
+                "error_code": "",
+            },
+            "queue_count": None,
+            "subscription_count": None,
+            "queues": None,  # unknown, never an empty list of healthy queues
+            "runtime": {
+                "schema_version": "",
+                "read_available": False,
+                "read_latency_seconds": None,
+                "db_size_available": False,
+                "db_size_bytes": None,
+            },
+            "messages": [],
+            "storage": {
+                "operations": [],
+                "pool": {
+                    "max_open": 0,
+                    "open": 0,
+                    "in_use": 0,
+                    "idle": 0,
+                    "waits": 0,
+                    "wait_duration_seconds": 0.0,
+                },
+            },
+            "maintenance": [],
+            "filters": [],
+            "http": {
+                "state": "not_applicable",
+                "requests": [],
+                "authentication": [],
+                "handlers": [],
+            },
+        },
+    ),
+    (
         wire.STATUS,
         wire.StatusResponse(),
         {

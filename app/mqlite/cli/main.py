@@ -43,6 +43,11 @@ def build_parser(*, serve_only: bool = False) -> argparse.ArgumentParser:
         help="enable authenticated /metrics (--metrics=false disables)",
     )
     serve.add_argument(
+        "--diagnostic-log",
+        metavar="PATH",
+        help="append failure events to this private JSONL file (MQLITE_DIAGNOSTIC_LOG)",
+    )
+    serve.add_argument(
         "--insecure-allow-remote",
         action="store_true",
         default=None,
@@ -68,6 +73,7 @@ def _serve(args: argparse.Namespace) -> int:
             addr=args.addr,
             metrics=args.metrics,
             insecure_allow_remote=args.insecure_allow_remote,
+            diagnostic_log=args.diagnostic_log,
         )
     except errors.MQLiteError as exc:
         return refuse(exc.message)  # a JSON line too: the broker's stderr is a log

@@ -7,6 +7,7 @@ that gained claimable work once the pass commits.
 
 from __future__ import annotations
 
+import functools
 import sqlite3
 from collections import Counter
 from collections.abc import Callable
@@ -16,6 +17,7 @@ from typing import Any
 from mqlite import errors
 from mqlite.engine import dlq, maintenance, peek
 from mqlite.engine.core import EngineCore, serialized
+from mqlite.engine.diagnostics import INTERRUPTIONS
 from mqlite.engine.store import SCHEMA_VERSION
 from mqlite.engine.validate import check_int
 from mqlite.types import Message, Stats
@@ -119,6 +121,7 @@ class AdminOps(EngineCore):
                 older_than_ms=older_than_ms,
             )
             self._wake_after_commit({dest: n} if n else {})
+            self._count((q.name, "redriven", n))  # counted on the DLQ they left
         return n
 
     @serialized
@@ -133,7 +136,9 @@ class AdminOps(EngineCore):
         check_int("max", max, minimum=0)
         check_int("older_than_ms", older_than_ms, minimum=0)
         with self._write() as (conn, now):
-            return dlq.purge(conn, now, q.name, max=max, older_than_ms=older_than_ms)
+            purged = dlq.purge(conn, now, q.name, max=max, older_than_ms=older_than_ms)
+            self._count((q.name, "purged", purged))
+        return purged
 
     @serialized
     def status(self) -> dict[str, object]:
@@ -159,6 +164,8 @@ class AdminOps(EngineCore):
         }
 
     # -- maintenance ----------------------------------------------------------------------
+    # Each pass runs as a task of maintenance_runs.py (outcomes, durations, failed steps);
+    # each step is its own transaction, and its message effects count once it commits.
 
     @serialized
     def _pass(self, fn: Callable[[sqlite3.Connection, int], Any]) -> Any:
@@ -168,10 +175,18 @@ class AdminOps(EngineCore):
                 self._wake_after_commit(result)
         return result
 
+    @serialized
+    def _task(self, task: str, *steps: tuple[str, Callable[[], Any]]) -> list[Any]:
+        return self.maintenance_runs.run(task, steps)
+
+    def _tx(self, fn: Callable[[sqlite3.Connection, int], Any]) -> Callable[[], Any]:
+        """A step that runs ``fn`` in its own transaction (``_pass``)."""
+        return functools.partial(self._pass, fn)
+
     def reap_locks(self) -> Counter[str]:
         """Released expired leases, per queue (the 1 s pass; it also refreshes what the
         disk guard counts as the database's free pages)."""
-        reaped: Counter[str] = self._pass(maintenance.reap_locks)
+        reaped: Counter[str] = self._task("locks", ("reap", self._tx(self._reap)))[0]
         self._note_freelist()
         return reaped
 
@@ -182,20 +197,57 @@ class AdminOps(EngineCore):
 
     def activate_scheduled(self) -> Counter[str]:
         """Activated scheduled messages, per queue."""
-        return self._pass(maintenance.activate_scheduled)  # type: ignore[no-any-return]
+        return self._task("scheduled", ("activate", self._tx(self._activate)))[0]  # type: ignore[no-any-return]
 
     def expire_ttl(self) -> int:
-        return self._pass(maintenance.expire_ttl)  # type: ignore[no-any-return]
+        return self._task("ttl", ("expire", self._tx(self._expire)))[0]  # type: ignore[no-any-return]
 
     def run_janitors(self) -> tuple[int, int, int, int]:
-        """Dedup, receipt and attempt pruning plus DLQ retention (the 60 s cadence)."""
-        bounds = self.dlq_defaults
-        return (
-            self._pass(maintenance.prune_dedup),
-            self._pass(maintenance.prune_receipts),
-            self._pass(maintenance.prune_attempts),
-            self._pass(lambda c, now: maintenance.enforce_dlq_retention(c, now, bounds)),
-        )
+        """Dedup, receipt and attempt pruning plus DLQ retention (the 60 s cadence): three
+        tasks, each run even if an earlier one failed (the first failure is re-raised)."""
+        results: list[int] = []
+        first: Exception | None = None
+        for task, steps in (
+            ("dedup", (("prune_dedup", self._tx(maintenance.prune_dedup)),)),
+            (
+                "receipts",
+                (
+                    ("settlement_receipts", self._tx(maintenance.prune_receipts)),
+                    ("receive_attempts", self._tx(maintenance.prune_attempts)),
+                ),
+            ),
+            ("retention", (("dlq_retention", self._tx(self._retention)),)),
+        ):
+            try:
+                results += self._task(task, *steps)
+            except INTERRUPTIONS:
+                raise
+            except Exception as exc:
+                first = first or exc
+                results += [0] * len(steps)
+        if first is not None:
+            raise first
+        return results[0], results[1], results[2], results[3]
+
+    def _reap(self, conn: sqlite3.Connection, now: int) -> Counter[str]:
+        released, dead = maintenance.reap_locks_by_queue(conn, now)
+        self._count(*_effects(released, "lock_expired"), *_effects(dead, "dead_lettered"))
+        return released
+
+    def _activate(self, conn: sqlite3.Connection, now: int) -> Counter[str]:
+        activated = maintenance.activate_scheduled(conn, now)
+        self._count(*_effects(activated, "activated"))
+        return activated
+
+    def _expire(self, conn: sqlite3.Connection, now: int) -> int:
+        dead, discarded = maintenance.expire_ttl_by_queue(conn, now)
+        self._count(*_effects(dead, "dead_lettered"), *_effects(discarded, "ttl_discarded"))
+        return sum(dead.values()) + sum(discarded.values())
+
+    def _retention(self, conn: sqlite3.Connection, now: int) -> int:
+        deleted = maintenance.enforce_dlq_retention_by_queue(conn, now, self.dlq_defaults)
+        self._count(*_effects(deleted, "retention_deleted"))
+        return sum(deleted.values())
 
     @serialized
     def reclaim_free_pages(self, force: bool = False) -> int:
@@ -204,6 +256,13 @@ class AdminOps(EngineCore):
             return 0
         with self.store.connection() as conn:
             return maintenance.reclaim_free_pages(conn, force=force)
+
+    def reclaim_pass(self) -> int:
+        """The maintenance task ``reclaim`` (inapplicable, so not run, in memory)."""
+        if self.store.location.is_memory:
+            return 0
+        step = ("incremental_vacuum", self.reclaim_free_pages)  # outside a transaction
+        return self._task("reclaim", step)[0]  # type: ignore[no-any-return]
 
     @serialized
     def checkpoint(self) -> int:
@@ -238,7 +297,11 @@ class AdminOps(EngineCore):
         activated = self.activate_scheduled()
         expired = self.expire_ttl()
         dedup_n, receipts_n, attempts_n, dropped = self.run_janitors()
-        pages = self.reclaim_free_pages()
+        pages = self.reclaim_pass()
         return MaintenanceReport(
             len(reaped), len(activated), expired, dedup_n, receipts_n, attempts_n, dropped, pages
         )
+
+
+def _effects(counts: Counter[str], event: str) -> list[tuple[str, str, int]]:
+    return [(queue, event, n) for queue, n in counts.items()]

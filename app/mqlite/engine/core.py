@@ -8,7 +8,6 @@ from __future__ import annotations
 import functools
 import logging
 import sqlite3
-from collections import Counter
 from collections.abc import Callable, Iterator, Mapping
 from contextlib import contextmanager
 from typing import Any, TypeVar
@@ -19,10 +18,13 @@ from mqlite.engine import queues, topics
 from mqlite.engine.catalog import Catalog
 from mqlite.engine.disk import DiskGuard, DiskLimits
 from mqlite.engine.key_cache import KeyCache
-from mqlite.engine.maintenance import DLQBounds, recover_locks
+from mqlite.engine.maintenance import DLQBounds, recover_locks_by_queue
+from mqlite.engine.maintenance_runs import MaintenanceRuns
+from mqlite.engine.measure import MessageEffects, StorageOps
+from mqlite.engine.measured_store import MeasuredStore
 from mqlite.engine.notify import Notifier
 from mqlite.engine.storage_errors import translate
-from mqlite.engine.store import Store, parse_dsn
+from mqlite.engine.store import parse_dsn
 from mqlite.engine.writer import Writer
 from mqlite.types import Message, QueueInfo
 
@@ -61,14 +63,19 @@ class EngineCore:
         self.max_message_bytes = max_message_bytes
         self.dlq_defaults = dlq_defaults or DLQBounds()
         self.notifier = Notifier()
-        self.completed: Counter[str] = Counter()  # rows deleted by Complete, per queue
+        # The observation's in-process measurements (observe.py reads them on the writer).
+        self.started_at_ms = self.clock.now_ms()
+        self.last_collection_ms = 0
+        self.effects = MessageEffects()
+        self.storage_ops = StorageOps(self.clock.now_ms, lambda: self.clock.monotonic_ms() / 1000)
+        self.maintenance_runs = MaintenanceRuns(self.clock.now_ms)
         path = parse_dsn(dsn).path
         self.disk: DiskGuard | None = None
         if path is not None:
             self.disk = DiskGuard(path, disk or DiskLimits(), self.clock.monotonic_ms)
             self.disk.open_on_a_full_disk()  # the WAL and -shm must fit before opening
         try:
-            self.store = Store(dsn, sync=sync)
+            self.store = MeasuredStore(dsn, sync=sync, ops=self.storage_ops)
         except sqlite3.Error as exc:
             raise translate(exc) from exc
         try:
@@ -96,7 +103,12 @@ class EngineCore:
         the broker can still start and let consumers drain."""
         try:
             with self.store.transaction() as conn:
-                recover_locks(conn)
+                released, dead = recover_locks_by_queue(conn)
+                self.effects.after_commit(
+                    self.store,
+                    [(q, "recovered", n) for q, n in released.items()]
+                    + [(q, "dead_lettered", n) for q, n in dead.items()],
+                )
         except sqlite3.Error as exc:
             if not isinstance(translate(exc), errors.StorageFull):
                 raise
@@ -151,5 +163,9 @@ class EngineCore:
         return msgs
 
     def _completed(self, queue: str, n: int) -> None:
-        self.completed[queue] += n
+        self.effects.counts[queue, "completed"] += n  # runs as an after-commit callback
         self.notifier.notify(queue, n)  # a completed group head may unblock its successor
+
+    def _count(self, *effects: tuple[str, str, int]) -> None:
+        """Count message effects once the current transaction commits (measure.py)."""
+        self.effects.after_commit(self.store, effects)

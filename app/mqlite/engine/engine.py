@@ -18,7 +18,8 @@ from mqlite.engine.admin import AdminOps
 from mqlite.engine.core import serialized
 from mqlite.engine.keys import KeyOps
 from mqlite.engine.notify import Waiter
-from mqlite.engine.send import Route
+from mqlite.engine.observe import ObserveOps
+from mqlite.engine.send import Route, SendResult
 from mqlite.engine.storage_errors import translate
 from mqlite.engine.topic_ops import TopicOps
 from mqlite.engine.tx import EngineTx
@@ -38,8 +39,11 @@ from mqlite.types import (
     QueueInfo,
 )
 
+# The state an abandon left its row in (a primary-key probe, only after a fresh abandon).
+MESSAGE_STATE_SQL = "SELECT state FROM messages WHERE id = ?"
 
-class Engine(AdminOps, KeyOps, TopicOps):
+
+class Engine(AdminOps, KeyOps, TopicOps, ObserveOps):
     """The broker core on one SQLite database. Thread-safe; knows nothing of HTTP."""
 
     # -- queues ---------------------------------------------------------------------------
@@ -144,19 +148,37 @@ class Engine(AdminOps, KeyOps, TopicOps):
         if current is not routes:  # subscriptions changed since routing: route again
             send.check_fanout(len(msgs), len(current))
             routes, plan = current, send.route_plan(current, msgs, now, visible_at)
-        with self.store.transaction() as conn:
-            result = send.insert(
-                conn,
-                now,
-                routes,
-                msgs,
-                visible_at_ms=visible_at,
-                ttl_ms=ttl_ms,
-                single=len(msgs) == 1,
-                plan=plan,
-            )
-            self._wake_after_commit(result.notify)
+        try:
+            with self.store.transaction() as conn:
+                result = send.insert(
+                    conn,
+                    now,
+                    routes,
+                    msgs,
+                    visible_at_ms=visible_at,
+                    ttl_ms=ttl_ms,
+                    single=len(msgs) == 1,
+                    plan=plan,
+                )
+                self._wake_after_commit(result.notify)
+                self._count_send(result, scheduled=visible_at > now)
+        except errors.DedupConflict:
+            # A refused single send: nothing committed, but the conflict is a confirmed
+            # effect (the conflicting record is committed). Every route it reached
+            # conflicted, else the send would have had a seq.
+            reached = routes if plan is None else plan[0]
+            for route in reached:
+                self.effects.counts[route.queue.name, "dedup_conflict"] += 1
+            raise
         return result.seq_numbers
+
+    def _count_send(self, result: SendResult, *, scheduled: bool) -> None:
+        self._count(
+            *((q, "enqueued", n) for q, n in result.copies.items()),
+            *((q, "scheduled", n) for q, n in result.copies.items() if scheduled),
+            *((q, "deduplicated", n) for q, n in result.deduplicated.items()),
+            *((q, "dedup_conflict", n) for q, n in result.conflicts.items()),
+        )
 
     def has_filters(self, name: str) -> bool:
         """True when a send to ``name`` evaluates subscription filters (the server then
@@ -173,6 +195,7 @@ class Engine(AdminOps, KeyOps, TopicOps):
         check_seq(seq_number)
         with self.store.transaction() as conn:
             send.cancel(conn, q.name, seq_number)
+            self._count((q.name, "canceled", 1))
 
     # -- receive --------------------------------------------------------------------------
 
@@ -252,7 +275,17 @@ class Engine(AdminOps, KeyOps, TopicOps):
             msgs = claim.claim_batch(conn, now, q, max_messages, delete=delete)
             if attempt_id and msgs:
                 claim.save_attempt(conn, now, q, attempt_id, msgs)
+            if msgs:  # a replay returned above: it counts nothing twice
+                self._count_claims(q.name, msgs, deleted=delete)
         return self._bind(msgs)
+
+    def _count_claims(self, queue: str, msgs: list[Message], *, deleted: bool) -> None:
+        again = sum(1 for m in msgs if m.delivery_count > 1)
+        self._count(
+            (queue, "delivered", len(msgs)),
+            (queue, "redelivered", again),
+            (queue, "receive_deleted", len(msgs) if deleted else 0),
+        )
 
     @serialized
     def receive_deferred(self, queue: str, seq_numbers: Sequence[int]) -> list[Message]:
@@ -268,6 +301,7 @@ class Engine(AdminOps, KeyOps, TopicOps):
             check_seq(seq)
         with self._write() as (conn, now):
             msgs = settle.receive_deferred(conn, now, q, seq_numbers)
+            self._count_claims(q.name, msgs, deleted=False)
         return self._bind(msgs)
 
     # -- settlement -----------------------------------------------------------------------
@@ -288,7 +322,11 @@ class Engine(AdminOps, KeyOps, TopicOps):
         if q is None:
             raise errors.LockLost(f"lock lost: no queue {queue!r}")
         with self._write() as (conn, now):
-            settle.abandon(conn, now, q, seq_number, lock_token, delay_ms)
+            if settle.abandon(conn, now, q, seq_number, lock_token, delay_ms):
+                # At the delivery limit an abandon dead-letters (settle.ABANDON_SQL).
+                row = conn.execute(MESSAGE_STATE_SQL, (seq_number,)).fetchone()
+                dead = row is not None and row[0] == "dead_lettered"
+                self._count((queue, "abandoned", 1), (queue, "dead_lettered", int(dead)))
             self._wake_after_commit({queue: 1})
 
     @serialized
@@ -304,14 +342,16 @@ class Engine(AdminOps, KeyOps, TopicOps):
         if not isinstance(reason, str) or not isinstance(description, str):
             raise errors.InvalidArgument("reason and description must be strings")
         with self._write() as (conn, now):
-            settle.reject(conn, now, queue, seq_number, lock_token, reason, description)
+            if settle.reject(conn, now, queue, seq_number, lock_token, reason, description):
+                self._count((queue, "rejected", 1), (queue, "dead_lettered", 1))
             self._wake_after_commit({queue: 1})  # a dead-lettered head unblocks its group
 
     @serialized
     def defer(self, queue: str, seq_number: int, lock_token: str) -> None:
         queue, seq_number, lock_token = _settle_args(queue, seq_number, lock_token)
         with self._write() as (conn, now):
-            settle.defer(conn, now, queue, seq_number, lock_token)
+            if settle.defer(conn, now, queue, seq_number, lock_token):
+                self._count((queue, "deferred", 1))
 
     @serialized
     def renew(self, queue: str, seq_number: int, lock_token: str) -> int:

@@ -22,6 +22,9 @@ SELECT token_sha256, id, name, permissions, created_at, expires_at, revoked_at
 FROM access_keys WHERE revoked_at = 0
 """
 
+# Digests of revoked keys: only to tell "revoked" from "invalid" in the refusal counts.
+REVOKED_KEYS_SQL = "SELECT token_sha256 FROM access_keys WHERE revoked_at <> 0"
+
 PERM_SEP = ","
 
 
@@ -40,10 +43,12 @@ class KeyCache:
         self._clock = clock
         self._by_digest: dict[str, AccessKey] = {}
         self._digest_by_id: dict[str, str] = {}
+        self._revoked: set[str] = set()
 
     def load(self, conn: sqlite3.Connection) -> None:
         for digest, *rest in conn.execute(LIVE_KEYS_SQL):
             self.add(digest, row_to_key(tuple(rest)))
+        self._revoked.update(row[0] for row in conn.execute(REVOKED_KEYS_SQL))
 
     def add(self, digest: str, key: AccessKey) -> None:
         self._by_digest[digest] = key
@@ -53,6 +58,17 @@ class KeyCache:
         digest = self._digest_by_id.pop(key_id, None)
         if digest is not None:
             self._by_digest.pop(digest, None)
+            self._revoked.add(digest)
+
+    def refusal(self, token: str) -> str:
+        """Why ``authenticate`` refused ``token``: expired, revoked or invalid."""
+        try:
+            digest = token_digest(token)
+        except UnicodeEncodeError:
+            return "invalid"
+        if digest in self._by_digest:
+            return "expired"
+        return "revoked" if digest in self._revoked else "invalid"
 
     def authenticate(self, token: str) -> AccessKey | None:
         """The live key ``token`` belongs to, or None (unknown, revoked or expired)."""

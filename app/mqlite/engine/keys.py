@@ -34,7 +34,8 @@ _WHITESPACE = frozenset(
     "\t\n\v\f\r \x85\xa0\u1680\u2000\u2001\u2002\u2003\u2004\u2005\u2006\u2007\u2008"
     "\u2009\u200a\u2028\u2029\u202f\u205f\u3000"
 )
-_PERMISSIONS = frozenset(p.value for p in Permission)
+# What a managed key may hold: monitor is configuration-only (api-reference "Permissions").
+_PERMISSIONS = frozenset(p.value for p in Permission) - {Permission.MONITOR.value}
 # Stored form of the normalized permission tuple: "manage", "listen", "send", "listen,send".
 _PERM_SEP = PERM_SEP
 # A position after every key in created_desc order: ids are lowercase hex, all < "g".
@@ -235,6 +236,11 @@ class KeyOps(EngineCore):
             ):
                 raise errors.NotFound(f"access key {key_id} not found")
             self.store.after_commit(lambda: self.keys.revoke(key_id))
+
+    def key_refusal(self, token: str) -> str:
+        """Why ``authenticate_key`` refused ``token`` (expired, revoked or invalid): the
+        authentication outcome counted for it. A memory read, like the check itself."""
+        return self.keys.refusal(token)
 
     def authenticate_key(self, token: str) -> AccessKey | None:
         """The key a managed token belongs to, if it is neither revoked nor expired; else None.

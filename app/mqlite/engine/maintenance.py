@@ -28,7 +28,7 @@ UPDATE messages SET
     lock_token = NULL,
     locked_until = 0
 WHERE state = 'locked' AND locked_until <= :now
-RETURNING queue
+RETURNING queue, state
 """
 
 # Crash recovery at open: no lease survives a restart, live or expired (§3.1, §13.1), so
@@ -44,6 +44,7 @@ UPDATE messages SET
     lock_token = NULL,
     locked_until = 0
 WHERE state = 'locked'
+RETURNING queue, state
 """
 
 # Scheduler: due scheduled rows become active; visible_at is kept (the TTL anchor and
@@ -67,6 +68,7 @@ UPDATE messages SET
 WHERE expires_at > 0 AND expires_at <= :now
   AND state IN ('active', 'locked', 'deferred', 'scheduled')
   AND (SELECT q.dead_letter_on_expire FROM queues q WHERE q.name = messages.queue) <> 0
+RETURNING queue
 """
 
 EXPIRE_TTL_DISCARD_SQL = """
@@ -74,6 +76,7 @@ DELETE FROM messages
 WHERE expires_at > 0 AND expires_at <= :now
   AND state IN ('active', 'locked', 'deferred', 'scheduled')
   AND (SELECT q.dead_letter_on_expire FROM queues q WHERE q.name = messages.queue) = 0
+RETURNING queue
 """
 
 # Dedup janitor horizon: the widest window of any queue (lookups already ignore rows
@@ -156,14 +159,31 @@ def free_page_bytes(conn: sqlite3.Connection) -> int:
     return pages * int(conn.execute(PAGE_SIZE_SQL).fetchone()[0])
 
 
+def _released(rows: list[tuple[str, str]]) -> tuple[Counter[str], Counter[str]]:
+    """(every released lease per queue, those that went to the DLQ per queue)."""
+    released = Counter(queue for queue, _ in rows)
+    dead = Counter(queue for queue, state in rows if state == "dead_lettered")
+    return released, dead
+
+
+def reap_locks_by_queue(conn: sqlite3.Connection, now_ms: int) -> tuple[Counter[str], Counter[str]]:
+    """Release expired locks: (released per queue, dead-lettered at the limit per queue)."""
+    return _released(conn.execute(REAP_LOCKS_SQL, {"now": now_ms}).fetchall())
+
+
 def reap_locks(conn: sqlite3.Connection, now_ms: int) -> Counter[str]:
     """Release expired locks; return how many per queue (that many waiters are woken)."""
-    return Counter(row[0] for row in conn.execute(REAP_LOCKS_SQL, {"now": now_ms}))
+    return reap_locks_by_queue(conn, now_ms)[0]
+
+
+def recover_locks_by_queue(conn: sqlite3.Connection) -> tuple[Counter[str], Counter[str]]:
+    """Release every locked row (crash recovery at open): (per queue, dead-lettered)."""
+    return _released(conn.execute(RECOVER_LOCKS_SQL).fetchall())
 
 
 def recover_locks(conn: sqlite3.Connection) -> int:
     """Release every locked row (crash recovery at open); return how many."""
-    return conn.execute(RECOVER_LOCKS_SQL).rowcount
+    return sum(recover_locks_by_queue(conn)[0].values())
 
 
 def activate_scheduled(conn: sqlite3.Connection, now_ms: int) -> Counter[str]:
@@ -171,11 +191,18 @@ def activate_scheduled(conn: sqlite3.Connection, now_ms: int) -> Counter[str]:
     return Counter(row[0] for row in conn.execute(ACTIVATE_SCHEDULED_SQL, {"now": now_ms}))
 
 
+def expire_ttl_by_queue(conn: sqlite3.Connection, now_ms: int) -> tuple[Counter[str], Counter[str]]:
+    """Expire TTL-lapsed rows: ``(dead_lettered, discarded)`` per queue."""
+    params = {"now": now_ms}
+    dead = Counter(r[0] for r in conn.execute(EXPIRE_TTL_DEAD_LETTER_SQL, params).fetchall())
+    discarded = Counter(r[0] for r in conn.execute(EXPIRE_TTL_DISCARD_SQL, params).fetchall())
+    return dead, discarded
+
+
 def expire_ttl_counts(conn: sqlite3.Connection, now_ms: int) -> tuple[int, int]:
     """Expire TTL-lapsed rows; return ``(dead_lettered, discarded)``."""
-    dead_lettered = conn.execute(EXPIRE_TTL_DEAD_LETTER_SQL, {"now": now_ms}).rowcount
-    discarded = conn.execute(EXPIRE_TTL_DISCARD_SQL, {"now": now_ms}).rowcount
-    return dead_lettered, discarded
+    dead, discarded = expire_ttl_by_queue(conn, now_ms)
+    return sum(dead.values()), sum(discarded.values())
 
 
 def expire_ttl(conn: sqlite3.Connection, now_ms: int) -> int:
@@ -246,8 +273,24 @@ def enforce_dlq_retention(
 ) -> int:
     """Apply age, count then byte bounds to each queue's DLQ, oldest first, at most
     ``max_batches`` deletes of ``batch`` rows per dimension per queue. Returns rows deleted."""
-    deleted = 0
+    by_queue = enforce_dlq_retention_by_queue(
+        conn, now_ms, defaults, batch=batch, max_batches=max_batches
+    )
+    return sum(by_queue.values())
+
+
+def enforce_dlq_retention_by_queue(
+    conn: sqlite3.Connection,
+    now_ms: int,
+    defaults: DLQBounds,
+    *,
+    batch: int = DLQ_DELETE_BATCH,
+    max_batches: int = DLQ_MAX_BATCHES,
+) -> Counter[str]:
+    """``enforce_dlq_retention``, returning the rows deleted per queue."""
+    out: Counter[str] = Counter()
     for name, age, count, size in conn.execute(DLQ_QUEUES_SQL).fetchall():
+        deleted = 0
         max_age = effective_bound(age, defaults.max_age_ms)
         max_count = effective_bound(count, defaults.max_count)
         max_bytes = effective_bound(size, defaults.max_bytes)
@@ -262,7 +305,9 @@ def enforce_dlq_retention(
             row = conn.execute(DLQ_BYTES_CUTOFF_SQL, params).fetchone()
             if row is not None:
                 deleted += _delete_through(conn, name, row[0], batch, max_batches)
-    return deleted
+        if deleted:
+            out[name] += deleted
+    return out
 
 
 def _delete_aged(

@@ -57,6 +57,10 @@ class Route:
 class SendResult:
     seq_numbers: list[int]
     notify: Counter[str]  # claimable copies per queue: that many parked polls are woken
+    # Message effects (observe.py): inserted copies, and dedup hits by kind, per queue.
+    copies: Counter[str] = dataclasses.field(default_factory=Counter)
+    deduplicated: Counter[str] = dataclasses.field(default_factory=Counter)
+    conflicts: Counter[str] = dataclasses.field(default_factory=Counter)
 
 
 def validate_messages(messages: object, max_message_bytes: int) -> list[OutMessage]:
@@ -173,11 +177,10 @@ def insert(
         route = routes[0]
         if route.queue.config.dedup_window_ms <= 0:
             batch = _insert_many(conn, now_ms, route.queue, messages, visible_at_ms, ttl_ms, state)
-            return SendResult(
-                batch, Counter() if scheduled else Counter({route.queue.name: len(batch)})
-            )
+            copies = Counter({route.queue.name: len(batch)})
+            return SendResult(batch, Counter() if scheduled else copies, copies)
     notify: Counter[str] = Counter()
-    seqs: list[int] = []
+    result = SendResult([], notify)
     execute = conn.execute
     for i, m in enumerate(messages):
         final_seq = 0
@@ -198,8 +201,10 @@ def insert(
                     kind, seq = hit
                     if kind == dedup.CONFLICT:
                         conflicted = True
+                        result.conflicts[q.name] += 1
                     else:
                         final_seq = seq
+                        result.deduplicated[q.name] += 1
                     continue
             ttl = effective_ttl_ms(ttl_ms, cfg.default_ttl_ms)
             inline, external = split_body(m.body)
@@ -229,13 +234,14 @@ def insert(
                 dedup.record(conn, now_ms, q.name, m.message_id, digest, seq)
             if not scheduled:
                 notify[q.name] += 1
+            result.copies[q.name] += 1
             final_seq = seq
         if single and final_seq == 0 and conflicted:
             raise errors.DedupConflict(
                 "a message with this message_id and a different body is in the dedup window"
             )
-        seqs.append(final_seq)
-    return SendResult(seqs, notify)
+        result.seq_numbers.append(final_seq)
+    return result
 
 
 def _insert_many(

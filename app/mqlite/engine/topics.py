@@ -12,6 +12,7 @@ from __future__ import annotations
 import json
 import logging
 import sqlite3
+import threading
 from collections import Counter
 from collections.abc import Callable
 
@@ -56,16 +57,30 @@ def expr_of(stored: str | None) -> str:
 
 
 class FilterFailures:
-    """Counts evaluation failures per (topic, subscription); rate-limits their logging."""
+    """Counts routing failures: evaluation per (topic, subscription), and stored filters
+    that no longer compile (the ``compile`` stage); rate-limits the logging. Publishes
+    route on worker threads, hence the lock."""
 
     def __init__(self, monotonic_ms: Callable[[], float]) -> None:
         self.counts: Counter[tuple[str, str]] = Counter()
+        self.compile_failures = 0
         self._last_logged: dict[tuple[str, str], float] = {}
         self._monotonic_ms = monotonic_ms
+        self._lock = threading.Lock()
+
+    def by_stage(self) -> list[tuple[str, int]]:
+        """(stage, count) for both stages, zeros included (observe.py)."""
+        with self._lock:
+            return [("compile", self.compile_failures), ("evaluate", sum(self.counts.values()))]
+
+    def record_compile(self) -> None:
+        with self._lock:
+            self.compile_failures += 1
 
     def record(self, topic: str, name: str, error: Exception) -> None:
         key = (topic, name)
-        self.counts[key] += 1
+        with self._lock:
+            self.counts[key] += 1
         now = self._monotonic_ms()
         last = self._last_logged.get(key)
         if last is None or now - last >= LOG_EVERY_MS:
@@ -94,15 +109,19 @@ def make_route(
     return Route(queue, accepts)
 
 
-def compile_stored(topic: str, name: str, stored: str | None) -> CompiledFilter | None:
+def compile_stored(
+    topic: str, name: str, stored: str | None, failures: FilterFailures | None = None
+) -> CompiledFilter | None:
     """Compile a filter read back from the database; one that no longer compiles routes
-    nothing (fail closed) rather than everything."""
+    nothing (fail closed) rather than everything, and counts as a compile failure."""
     expr = expr_of(stored)
     if not expr:
         return None
     try:
         return compile_filter(expr)
     except errors.InvalidArgument as exc:
+        if failures is not None:
+            failures.record_compile()
         log.error(
             "stored subscription filter does not compile; routing nothing to it",
             extra={"topic": topic, "subscription": name, "error": exc.message},
@@ -118,7 +137,7 @@ def load_routes(
         queue = catalog_queues.get(name)
         if queue is None:
             continue
-        compiled = compile_stored(topic, name, stored)
+        compiled = compile_stored(topic, name, stored, failures)
         topics.setdefault(topic, []).append(make_route(topic, queue, compiled, failures))
     return topics
 

@@ -31,8 +31,8 @@ from collections.abc import Callable, Iterator
 from typing import Any, TypeVar
 
 from mqlite import errors
+from mqlite.engine.measured_store import MeasuredStore
 from mqlite.engine.storage_errors import translate
-from mqlite.engine.store import Store
 
 T = TypeVar("T")
 
@@ -72,7 +72,7 @@ class _Call:
 class Writer:
     """The writer thread plus the token; ``call``/``submit``/``hold`` are the only doors."""
 
-    def __init__(self, store: Store, on_full: Callable[[], None] | None = None) -> None:
+    def __init__(self, store: MeasuredStore, on_full: Callable[[], None] | None = None) -> None:
         self._store = store
         self._on_full = on_full  # called when a write finds the disk full (disk.py)
         self._token = store.lock
@@ -170,6 +170,12 @@ class Writer:
         """Calls waiting for the writer thread (queued, or taken and awaiting the token)."""
         return self._queue.qsize() + self._taken
 
+    def busy(self, *, excluding: int = 0) -> bool:
+        """Is the one connection in use (held by a thread other than ``excluding``, or
+        awaited by queued calls)? The observation's pool gauges sample this."""
+        owner = self._owner
+        return (owner != 0 and owner != excluding) or self.queued() > 0
+
     def _run(self) -> None:
         calls = self._queue
         me = threading.get_ident()
@@ -206,7 +212,7 @@ class Writer:
             batch[0].invoke(self.translate)
             return
         try:
-            with self._store.transaction():
+            with self._store.transaction(batch=True):  # not an operation of its own
                 for call in batch:
                     call.invoke(self.translate)  # the engine's transaction nests as a savepoint
         except BaseException as exc:

@@ -369,6 +369,16 @@ def status() -> Steps[wire.StatusResponse]:
     return (yield from rpc(wire.STATUS, wire.EmptyRequest()))
 
 
+@verb(wire.OBSERVE, SAFE, embedded=False)
+def observe() -> Steps[wire.ObserveResponse]:
+    """The canonical observation: collection state, queue gauges, committed message effects,
+    storage, maintenance, filters and HTTP measurements (manage or monitor credential).
+
+    Check ``collection.state`` before reading ``queues`` (None while unavailable)."""
+    r = yield from rpc(wire.OBSERVE, wire.EmptyRequest())
+    return r.check()
+
+
 # -- access keys ------------------------------------------------------------------------
 
 

@@ -25,7 +25,7 @@ from mqlite.engine.store import parse_dsn
 from mqlite.scheduling import MaintenanceScheduler
 from mqlite.sdk.embedded_methods import EmbeddedMethods
 from mqlite.version import VERSION as __version__
-from mqlite.wire import StatusResponse
+from mqlite.wire import ObserveResponse, StatusResponse
 
 if TYPE_CHECKING:
     from mqlite.sdk.protocol import Client
@@ -115,6 +115,11 @@ class EmbeddedClient(EmbeddedMethods):
             ping_ms=round(ping) if isinstance(ping, int | float) else -1,
             **snapshot,  # type: ignore[arg-type]
         )
+
+    def observe(self) -> ObserveResponse:
+        """The same ``ObserveResponse`` a broker answers, with ``access`` ``embedded`` and
+        the HTTP domain ``not_applicable`` (there is no HTTP in between)."""
+        return ObserveResponse.of(self._engine.observe(), access="embedded").check()
 
     # -- embedded-only extras -------------------------------------------------------------
 

@@ -165,6 +165,13 @@ class HttpMethods(SyncDriver):
         """A desensitized runtime snapshot (never a DSN or a token)."""
         return self._run(calls.status())
 
+    def observe(self) -> wire.ObserveResponse:
+        """The canonical observation: collection state, queue gauges, committed message effects,
+        storage, maintenance, filters and HTTP measurements (manage or monitor credential).
+
+        Check ``collection.state`` before reading ``queues`` (None while unavailable)."""
+        return self._run(calls.observe())
+
     def create_key(
         self, id: str, name: str, permissions: Sequence[str], expires_at_ms: int = 0
     ) -> tuple[AccessKey, str]:

@@ -152,6 +152,12 @@ class Client(Protocol):
     def status(self) -> wire.StatusResponse:
         """A desensitized runtime snapshot (never a DSN or a token)."""
 
+    def observe(self) -> wire.ObserveResponse:
+        """The canonical observation: collection state, queue gauges, committed message effects,
+        storage, maintenance, filters and HTTP measurements (manage or monitor credential).
+
+        Check ``collection.state`` before reading ``queues`` (None while unavailable)."""
+
     def create_key(
         self, id: str, name: str, permissions: Sequence[str], expires_at_ms: int = 0
     ) -> tuple[AccessKey, str]:

@@ -8,7 +8,9 @@ front of it (``rpc.py``).
 
 from __future__ import annotations
 
+import asyncio
 import contextlib
+import dataclasses
 import json
 import logging
 from collections.abc import AsyncIterator
@@ -24,11 +26,12 @@ from mqlite import errors, wire
 from mqlite.config import Settings
 from mqlite.engine import DiskLimits, DLQBounds, Engine
 from mqlite.scheduling import MaintenanceScheduler
-from mqlite.server import auth
+from mqlite.server import auth, metrics
 from mqlite.server.cors import CORSMiddleware
+from mqlite.server.diagnostic_log import DiagnosticLog
+from mqlite.server.http_metrics import HttpMeasurements
 from mqlite.server.logging import AccessLogMiddleware, configure
 from mqlite.server.logging import stop as stop_logging
-from mqlite.server.metrics import Metrics
 from mqlite.server.rpc import RpcDispatcher
 from mqlite.server.runtime import Runtime
 from mqlite.server.ui import Console
@@ -55,9 +58,9 @@ class BrokerApp:
         self.settings = settings
         self._clock = clock
         self.runtime: Runtime | None = None
-        self.metrics = Metrics()
+        self.http_metrics = HttpMeasurements(r.name for r in wire.ROUTES)
         self.authenticator = auth.Authenticator(
-            settings.tokens, settings.monitor_tokens, self._lookup_key
+            settings.tokens, settings.monitor_tokens, self._lookup_key, self._key_refusal
         )
         routes = [
             Route("/", self.discovery, methods=ANY),
@@ -89,6 +92,7 @@ class BrokerApp:
     async def _lifespan(self, _: Starlette) -> AsyncIterator[None]:
         s = self.settings
         configure(s.log_level)
+        diagnostics = DiagnosticLog.attach(s.diagnostic_log) if s.diagnostic_log else None
         engine = Engine(
             s.db,
             clock=self._clock,
@@ -100,7 +104,7 @@ class BrokerApp:
         self.runtime = Runtime(engine)
         self.started_ms = engine.now_ms()
         scheduler = MaintenanceScheduler(engine)
-        scheduler.start()
+        scheduler.start()  # marks the tasks it runs as enabled (engine.maintenance_runs)
         log.info("broker ready", extra={"backend": engine.store.location.backend})
         try:
             yield
@@ -109,6 +113,8 @@ class BrokerApp:
             scheduler.stop()
             engine.close()
             log.info("broker stopped")
+            if diagnostics is not None:
+                diagnostics.close()
             stop_logging()
 
     def _lookup_key(self, token: str) -> AccessKey | None:
@@ -117,6 +123,19 @@ class BrokerApp:
         if runtime is None:
             raise errors.Internal("broker is starting")
         return runtime.engine.authenticate_key(token)
+
+    def _key_refusal(self, token: str) -> str:
+        """Why a managed token was refused (expired, revoked, invalid): memory only."""
+        runtime = self.runtime
+        return "invalid" if runtime is None else runtime.engine.key_refusal(token)
+
+    async def observation(self, access: str) -> Any:
+        """The engine's observation (collected off the event loop; the pool is sampled
+        before it takes the writer) with this server's HTTP measurements and the
+        caller's access."""
+        assert self.runtime is not None
+        observed = await asyncio.to_thread(self.runtime.engine.observe)
+        return dataclasses.replace(observed, access=access, http=self.http_metrics.snapshot())
 
     # -- open endpoints -------------------------------------------------------------------
 
@@ -155,12 +174,13 @@ class BrokerApp:
         return error_response(errors.NotFound(f"no such path: {path}"))
 
     async def metrics_endpoint(self, request: Request) -> Response:
+        """Manage or monitor credentials (the same check as Observe, counted the same)."""
+        meter = self.http_metrics
         try:
-            principal = await self.authenticator.principal(request.scope["headers"])
-            if "manage" not in principal.permissions and principal.access != "monitor":
-                raise errors.PermissionDenied("metrics require manage or a monitor credential")
-            assert self.runtime is not None
-            body = await self.runtime.call(self.metrics.render, self.runtime.engine)
+            principal = await meter.authenticate(self.authenticator, request.scope["headers"])
+            meter.authorize(principal, "monitor", auth_enabled=self.settings.auth)
+            observed = await self.observation(principal.access)
+            body = await asyncio.to_thread(metrics.render, observed)
         except errors.MQLiteError as exc:
             return PlainTextResponse(exc.message, status_code=exc.http_status)
-        return Response(body, media_type=self.metrics.content_type)
+        return Response(body, headers={"content-type": metrics.CONTENT_TYPE})

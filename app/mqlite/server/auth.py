@@ -16,7 +16,8 @@ from dataclasses import dataclass
 from mqlite import errors
 from mqlite.types import AccessKey
 
-ALL = frozenset({"send", "listen", "manage"})
+# Everything a manage credential (or anyone, with auth off) may do; monitor included.
+ALL = frozenset({"send", "listen", "manage", "monitor"})
 EXEMPT_PATHS = frozenset({"/", "/healthz", "/openapi.json", "/ui"})
 
 
@@ -32,6 +33,18 @@ class Principal:
 ANONYMOUS = Principal("anonymous", ALL)
 ADMIN = Principal("manage", ALL)
 MONITOR = Principal("monitor", frozenset({"monitor"}))
+
+
+def refused(outcome: str) -> errors.Unauthenticated:
+    """The 401 every refusal gets (one message: no oracle), tagged with its outcome for
+    the authentication counts (``http_metrics``)."""
+    exc = errors.Unauthenticated("missing or invalid Bearer token")
+    exc.auth_outcome = outcome  # type: ignore[attr-defined]
+    return exc
+
+
+def outcome_of(exc: errors.Unauthenticated) -> str:
+    return str(getattr(exc, "auth_outcome", "invalid"))
 
 
 def is_exempt(path: str) -> bool:
@@ -86,11 +99,13 @@ class Authenticator:
         admin_tokens: Sequence[str] | None,
         monitor_tokens: Sequence[str],
         lookup_key: Callable[[str], AccessKey | None],
+        refusal: Callable[[str], str] | None = None,
     ) -> None:
         self.enabled = admin_tokens is not None
         self._admins = TokenSet(admin_tokens or ())
         self._monitors = TokenSet(monitor_tokens)
         self._lookup_key = lookup_key
+        self._refusal = refusal
 
     async def principal(self, headers: Sequence[tuple[bytes, bytes]]) -> Principal:
         """Resolve the caller or raise ``Unauthenticated`` (never a bypass on failure)."""
@@ -98,15 +113,16 @@ class Authenticator:
             return ANONYMOUS
         token = bearer_token(headers)
         if token is None:
-            raise errors.Unauthenticated("missing or invalid Bearer token")
+            present = any(k.lower() == b"authorization" for k, _ in headers)
+            raise refused("invalid" if present else "missing")
         if token in self._admins:
             return ADMIN
         if token in self._monitors:
             return MONITOR
         key = self._lookup_key(token)
         if key is None:
-            raise errors.Unauthenticated("missing or invalid Bearer token")
-        perms = ALL if "manage" in key.permissions else frozenset(key.permissions)
+            raise refused(self._refusal(token) if self._refusal is not None else "invalid")
+        perms = ALL if "manage" in key.permissions else frozenset(key.permissions) - {"monitor"}
         return Principal("manage" if "manage" in key.permissions else "key", perms, key.id)
 
 

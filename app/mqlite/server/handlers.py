@@ -31,6 +31,8 @@ class Context:
     receive: Receive
     started_ms: int
     settings: Settings
+    access: str = ""  # the caller's principal access (manage, key, monitor, anonymous)
+    broker: Any = None  # the BrokerApp (Observe adds its HTTP measurements)
 
     @property
     def engine(self) -> Engine:
@@ -285,6 +287,11 @@ async def status(ctx: Context, _: w.EmptyRequest) -> Any:
         auth=ctx.settings.auth,
         **snapshot,
     )
+
+
+@rpc("AdminService/Observe")
+async def observe(ctx: Context, _: w.EmptyRequest) -> Any:
+    return w.ObserveResponse.of(await ctx.broker.observation(ctx.access))
 
 
 # -- AuthService --------------------------------------------------------------------------

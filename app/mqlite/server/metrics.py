@@ -1,79 +1,240 @@
-"""Opt-in Prometheus ``/metrics`` (prometheus-client), behind manage or monitor credentials.
+"""``/metrics``: the observation rendered by prometheus-client (observability, "Metric
+contract"; every family of ops/metric-contract.json, and the compatibility aliases).
 
-Queue gauges are read from the engine at scrape time (on the writer thread); the RPC
-latency histogram is observed per registered route only, so invented paths add no series.
+A custom collector over ONE ``Observation`` per scrape: no prometheus counter of our own
+exists, so what Observe answers and what Prometheus scrapes cannot drift. A failed
+collection exports ``mqlite_collection_success 0`` and omits every queue gauge (absent,
+never zero); a failed read probe omits its latency; an unmeasurable footprint its size.
 """
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterator
+from collections.abc import Iterator
 
-from prometheus_client import CollectorRegistry, Histogram, generate_latest
-from prometheus_client.core import CounterMetricFamily, GaugeMetricFamily, Metric
+from prometheus_client import CollectorRegistry, generate_latest
+from prometheus_client.core import (
+    CounterMetricFamily,
+    GaugeMetricFamily,
+    HistogramMetricFamily,
+    Metric,
+)
 from prometheus_client.registry import Collector
 
-from mqlite.engine import Engine
+from mqlite.engine import observation as o
 
-BUCKETS = (0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 20)
 STATES = ("active", "locked", "deferred", "scheduled", "dead_lettered")
+CONTENT_TYPE = "text/plain; version=0.0.4; charset=utf-8"
 
 
-class _QueueCollector(Collector):
-    def __init__(self) -> None:
-        self.engine: Engine | None = None
+def _buckets(h: o.HistogramValue) -> list[tuple[str, float]]:
+    return [*((repr(float(b.le)), float(b.count)) for b in h.buckets), ("+Inf", float(h.count))]
+
+
+def _histogram(name: str, doc: str, labels: list[str]) -> HistogramMetricFamily:
+    return HistogramMetricFamily(name, doc, labels=labels)
+
+
+class _ObservationCollector(Collector):
+    def __init__(self, observation: o.Observation) -> None:
+        self.o = observation
 
     def collect(self) -> Iterator[Metric]:
-        engine = self.engine
-        if engine is None:
-            return
-        messages = GaugeMetricFamily(
-            "mqlite_queue_messages",
-            "Messages stored per queue and state.",
-            labels=["queue", "state"],
+        yield from self._health()
+        if self.o.queues is not None:
+            yield from self._queues(self.o.queues)
+        yield from self._messages()
+        yield from self._http()
+        yield from self._storage()
+        yield from self._maintenance()
+        f = CounterMetricFamily(
+            "mqlite_filter_failures", "Subscription filter routing failures.", labels=["stage"]
         )
-        total = GaugeMetricFamily(
-            "mqlite_queue_total", "Messages stored per queue.", labels=["queue"]
+        for ff in self.o.filters:
+            f.add_metric([ff.stage], ff.count)
+        yield f
+
+    def _health(self) -> Iterator[Metric]:
+        ob, c, rt = self.o, self.o.collection, self.o.runtime
+        info = GaugeMetricFamily(
+            "mqlite_info", "Broker identity.", labels=["version", "backend", "schema_version"]
+        )
+        info.add_metric([ob.version, ob.backend, rt.schema_version], 1)
+        yield info
+        yield GaugeMetricFamily(
+            "mqlite_start_time_seconds", "Engine start time.", value=ob.started_at_ms / 1000
+        )
+        yield GaugeMetricFamily(
+            "mqlite_sample_timestamp_seconds", "Snapshot time.", value=ob.sampled_at_ms / 1000
+        )
+        ok = c.state == "available"
+        yield GaugeMetricFamily(
+            "mqlite_collection_success", "1 when queue collection succeeded.", value=int(ok)
+        )
+        status = GaugeMetricFamily(
+            "mqlite_collection_status", "Queue collection state.", labels=["state", "error_code"]
+        )
+        status.add_metric([c.state, c.error_code], 1)
+        yield status
+        yield GaugeMetricFamily(
+            "mqlite_collection_last_success_timestamp_seconds",
+            "Last successful queue collection, 0 before one.",
+            value=c.last_success_at_ms / 1000,
+        )
+        yield GaugeMetricFamily(
+            "mqlite_collection_duration_seconds",
+            "Queue collection elapsed time.",
+            value=c.duration_seconds,
+        )
+        yield GaugeMetricFamily(
+            "mqlite_storage_read_available", "Storage read probe succeeded.", rt.read_available
+        )
+        if rt.read_latency_seconds is not None:
+            yield GaugeMetricFamily(
+                "mqlite_storage_ping_seconds", "Read probe round trip.", rt.read_latency_seconds
+            )
+        yield GaugeMetricFamily(
+            "mqlite_storage_size_available",
+            "Local footprint can be reported.",
+            value=rt.db_size_available,
+        )
+        if rt.db_size_bytes is not None:
+            yield GaugeMetricFamily(
+                "mqlite_storage_size_bytes", "Database + WAL + SHM bytes.", rt.db_size_bytes
+            )
+
+    def _queues(self, queues: tuple[o.QueueGauges, ...]) -> Iterator[Metric]:
+        ents = GaugeMetricFamily("mqlite_entities", "Entities by kind.", labels=["kind"])
+        ents.add_metric(["queue"], self.o.queue_count or 0)
+        ents.add_metric(["subscription"], self.o.subscription_count or 0)
+        yield ents
+        by_state = GaugeMetricFamily(
+            "mqlite_queue_messages", "Retained messages by state.", labels=["queue", "state"]
+        )
+        retained = GaugeMetricFamily(
+            "mqlite_queue_retained_messages", "All retained rows.", labels=["queue"]
+        )
+        unexpected = GaugeMetricFamily(
+            "mqlite_queue_unexpected_messages", "Rows outside the normal states.", labels=["queue"]
         )
         oldest = GaugeMetricFamily(
-            "mqlite_queue_oldest_message_age_ms",
-            "Age of the oldest active or locked message.",
+            "mqlite_queue_oldest_message_age_seconds",
+            "Enqueue age of the oldest active or locked row, 0 if none.",
             labels=["queue"],
+        )
+        total = GaugeMetricFamily(
+            "mqlite_queue_total", "Deprecated: mqlite_queue_retained_messages.", labels=["queue"]
+        )
+        oldest_ms = GaugeMetricFamily(
+            "mqlite_queue_oldest_message_age_ms",
+            "Deprecated: mqlite_queue_oldest_message_age_seconds x 1000.",
+            labels=["queue"],
+        )
+        for q in queues:
+            for state in STATES:
+                by_state.add_metric([q.queue, state], getattr(q, state))
+            retained.add_metric([q.queue], q.retained)
+            unexpected.add_metric([q.queue], q.unexpected)
+            oldest.add_metric([q.queue], q.oldest_age_seconds)
+            total.add_metric([q.queue], q.retained)
+            oldest_ms.add_metric([q.queue], q.oldest_age_seconds * 1000)
+        yield from (by_state, retained, unexpected, oldest, total, oldest_ms)
+
+    def _messages(self) -> Iterator[Metric]:
+        events = CounterMetricFamily(
+            "mqlite_message_events", "Committed message effects.", labels=["queue", "event"]
         )
         completed = CounterMetricFamily(
             "mqlite_messages_completed",
-            "Messages completed since the broker started.",
+            'Deprecated: mqlite_message_events_total{event="completed"}.',
             labels=["queue"],
         )
-        for info in engine.list_queues():
-            st = engine.stats(info.name)
-            for state in STATES:
-                messages.add_metric([info.name, state], getattr(st, state))
-            total.add_metric([info.name], st.total)
-            oldest.add_metric([info.name], st.oldest_message_age_ms)
-            completed.add_metric([info.name], engine.completed.get(info.name, 0))
-        yield from (messages, total, oldest, completed)
+        for m in self.o.messages:
+            events.add_metric([m.queue, m.event], m.count)
+            if m.event == "completed":
+                completed.add_metric([m.queue], m.count)
+        yield from (events, completed)
 
+    def _http(self) -> Iterator[Metric]:
+        http = self.o.http
+        if http.state != "available":
+            return
+        requests = CounterMetricFamily(
+            "mqlite_rpc_requests", "RPC requests by result code.", labels=["rpc", "code"]
+        )
+        elapsed = CounterMetricFamily(
+            "mqlite_rpc_request_duration_seconds",
+            "Cumulative whole-request time, authentication included.",
+            labels=["rpc", "code"],
+        )
+        for r in http.requests:
+            requests.add_metric([r.rpc, r.code], r.count)
+            elapsed.add_metric([r.rpc, r.code], r.duration_seconds)
+        handlers = _histogram(
+            "mqlite_rpc_duration_seconds", "Post-authentication handler latency.", ["rpc"]
+        )
+        for h in http.handlers:
+            handlers.add_metric([h.rpc], _buckets(h.duration), h.duration.sum)
+        auth = CounterMetricFamily(
+            "mqlite_authentication", "Final authentication outcomes.", labels=["outcome"]
+        )
+        for a in http.authentication:
+            auth.add_metric([a.outcome], a.count)
+        yield from (requests, elapsed, handlers, auth)
 
-class Metrics:
-    content_type = "text/plain; version=0.0.4; charset=utf-8"
-
-    def __init__(self) -> None:
-        self.registry = CollectorRegistry(auto_describe=False)
-        self._queues = _QueueCollector()
-        self.registry.register(self._queues)
-        self._rpc = Histogram(
-            "mqlite_rpc_duration_seconds",
-            "RPC handler latency.",
-            ["rpc"],
-            buckets=BUCKETS,
-            registry=self.registry,
+    def _storage(self) -> Iterator[Metric]:
+        labels = ["operation", "outcome", "error_code"]
+        ops = CounterMetricFamily("mqlite_storage_operations", "Storage operations.", labels=labels)
+        durations = _histogram(
+            "mqlite_storage_operation_duration_seconds", "Storage operation time.", labels
+        )
+        retries = CounterMetricFamily(
+            "mqlite_storage_retries", "Safe retries within storage operations.", labels=labels
+        )
+        for s in self.o.storage.operations:
+            key = [s.operation, s.outcome, s.error_code]
+            ops.add_metric(key, s.count)
+            durations.add_metric(key, _buckets(s.duration), s.duration.sum)
+            retries.add_metric(key, s.retries)
+        pool = self.o.storage.pool
+        conns = GaugeMetricFamily(
+            "mqlite_storage_pool_connections", "Database connections.", labels=["state"]
+        )
+        for state in ("max_open", "open", "in_use", "idle"):
+            conns.add_metric([state], getattr(pool, state))
+        yield from (ops, durations, retries, conns)
+        yield CounterMetricFamily(
+            "mqlite_storage_pool_waits", "Connection-pool waits.", value=pool.waits
+        )
+        yield CounterMetricFamily(
+            "mqlite_storage_pool_wait_duration_seconds",
+            "Cumulative connection-pool waiting time.",
+            value=pool.wait_duration_seconds,
         )
 
-    def rpc_observer(self, rpc: str) -> Callable[[float], None]:
-        """The latency recorder of one registered route (labels resolved once)."""
-        return self._rpc.labels(rpc).observe
+    def _maintenance(self) -> Iterator[Metric]:
+        enabled = GaugeMetricFamily(
+            "mqlite_maintenance_enabled", "Maintenance task enabled.", labels=["task"]
+        )
+        runs = CounterMetricFamily(
+            "mqlite_maintenance_runs", "Maintenance passes by outcome.", labels=["task", "outcome"]
+        )
+        durations = _histogram("mqlite_maintenance_duration_seconds", "Pass time.", ["task"])
+        last = GaugeMetricFamily(
+            "mqlite_maintenance_last_success_timestamp_seconds",
+            "Last successful pass, 0 before one.",
+            labels=["task"],
+        )
+        for t in self.o.maintenance:
+            enabled.add_metric([t.task], int(t.enabled))
+            for outcome in ("success", "error", "interrupted"):
+                runs.add_metric([t.task, outcome], getattr(t.runs, outcome))
+            durations.add_metric([t.task], _buckets(t.duration), t.duration.sum)
+            last.add_metric([t.task], t.last_success_at_ms / 1000)
+        yield from (enabled, runs, durations, last)
 
-    def render(self, engine: Engine) -> bytes:
-        """Called on the writer thread (it reads the engine)."""
-        self._queues.engine = engine
-        return generate_latest(self.registry)
+
+def render(observation: o.Observation) -> bytes:
+    """The exposition text of one observation (CPU only: run it off the event loop)."""
+    registry = CollectorRegistry(auto_describe=False)
+    registry.register(_ObservationCollector(observation))
+    return generate_latest(registry)

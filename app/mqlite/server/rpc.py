@@ -21,7 +21,6 @@ from typing import TYPE_CHECKING, Any
 from starlette.types import ASGIApp, Receive, Scope, Send
 
 from mqlite import defaults, errors, wire
-from mqlite.server import auth
 from mqlite.server.cors import cors_headers
 from mqlite.server.handlers import HANDLERS, Context
 from mqlite.server.logging import log_request
@@ -87,8 +86,9 @@ class RpcDispatcher:
         broker = self.broker
         authenticator = broker.authenticator
         auth_enabled = broker.settings.auth
-        # Latency is recorded only when /metrics is on: nobody could read it otherwise.
-        observe = broker.metrics.rpc_observer(route.name) if broker.settings.metrics else None
+        # Measurements (http_metrics.py): authentication outcome, post-auth handler time,
+        # result code and whole-request time. Always on: Observe reports them too.
+        meter = broker.http_metrics.route(route.name)
         cap = defaults.MAX_REQUEST_BYTES
         extra_headers = cors_headers(broker.settings.cors)
 
@@ -96,16 +96,19 @@ class RpcDispatcher:
             fields: dict[str, Any] = {}
             headers = extra_headers
             started = time.perf_counter()
+            authorized = 0.0
             try:
-                principal = await authenticator.principal(scope["headers"])
+                principal = await meter.authenticate(authenticator, scope["headers"])
                 if scope["method"] != "POST":
                     raise errors.Unimplemented("POST required")
-                auth.authorize(principal, permission, auth_enabled=auth_enabled)
+                meter.authorize(principal, permission, auth_enabled=auth_enabled)
+                authorized = time.perf_counter()
                 req = wire.decode_request(route, await read_body(scope, receive, cap))
                 runtime = broker.runtime
                 if runtime is None:
                     raise errors.Internal("broker is starting")
                 ctx = Context(runtime, fields, receive, broker.started_ms, broker.settings)
+                ctx.access, ctx.broker = principal.access, broker
                 body = wire.encode_response(route, await handler(ctx, req))
                 status = 200
             except errors.MQLiteError as exc:
@@ -117,8 +120,10 @@ class RpcDispatcher:
                 log.exception("unexpected error in %s", route.name)
                 fields["code"] = "internal"
                 status, body = 500, wire.error_body(errors.Internal("internal error"))
-            if observe is not None:
-                observe(time.perf_counter() - started)
+            if authorized:
+                meter.handled(time.perf_counter() - authorized)
+            # Counted before the answer leaves: the caller's next request sees this one.
+            meter.finished(fields.get("code", "ok"), time.perf_counter() - started)
             try:
                 await respond(send, status, body, headers)
             finally:

@@ -20,7 +20,7 @@ from gunicorn.app.base import BaseApplication
 from mqlite import errors
 from mqlite.config import Settings
 from mqlite.engine.store import check_lock_free
-from mqlite.server import jsonlog
+from mqlite.server import diagnostic_log, jsonlog
 from mqlite.server.bindcheck import bind_problem, display
 from mqlite.version import VERSION as __version__
 
@@ -74,6 +74,8 @@ def run(settings: Settings) -> int:
     jsonlog.install(settings.log_level)
     try:
         settings.check_serve()
+        if settings.diagnostic_log:
+            diagnostic_log.check(settings.diagnostic_log)
         check_lock_free(settings.db)
     except errors.MQLiteError as exc:
         return refuse(exc.message)

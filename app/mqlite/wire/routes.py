@@ -11,12 +11,13 @@ from collections.abc import Mapping
 from types import MappingProxyType
 from typing import Any
 
-from . import admin_service, auth_service, queue_service
+from . import admin_service, auth_service, observability, queue_service
 from .base import Route
 
 ROUTES: tuple[Route[Any, Any], ...] = (
     *queue_service.ROUTES,
     *admin_service.ROUTES,
+    *observability.ROUTES,
     *auth_service.ROUTES,
 )
 

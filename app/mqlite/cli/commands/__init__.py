@@ -8,7 +8,17 @@ Subparsers = argparse._SubParsersAction
 
 
 def register_all(sub: Subparsers, common: argparse.ArgumentParser) -> None:  # type: ignore[type-arg]
-    from mqlite.cli.commands import backup, dlq, keys, local, messages, queues, receive, settle
+    from mqlite.cli.commands import (
+        backup,
+        dlq,
+        keys,
+        local,
+        messages,
+        observe,
+        queues,
+        receive,
+        settle,
+    )
 
-    for module in (queues, messages, receive, settle, dlq, keys, local, backup):
+    for module in (queues, observe, messages, receive, settle, dlq, keys, local, backup):
         module.register(sub, common)

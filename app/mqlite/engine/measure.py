@@ -1,0 +1,188 @@
+"""In-process measurements behind the observation: committed message effects and storage
+operations (maintenance runs are in ``maintenance_runs.py``, filter failures in
+``topics.FilterFailures``). No prometheus import: ``server/metrics.py`` renders them.
+
+Every recorder here runs while the writer token is held (after-commit callbacks, the
+measured store's transaction exits, serialized reads), so the counters need no lock of
+their own and a snapshot taken on the writer is consistent. They are process-local and
+start at zero with the engine (observability, "Message effects").
+"""
+
+from __future__ import annotations
+
+import logging
+import sqlite3
+from bisect import bisect_left
+from collections import Counter
+from collections.abc import Callable, Iterable
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING
+
+from mqlite import errors
+from mqlite.engine import diagnostics
+
+if TYPE_CHECKING:
+    from mqlite.engine.store import Store
+
+# Seconds; the same finite buckets for every duration histogram (+Inf is the count).
+BUCKETS = (0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1.0, 2.5, 5.0, 10.0)
+
+# The spec's message-effect table, in its order (ops/metric-contract.json pins the same).
+EVENTS = (
+    "enqueued",
+    "scheduled",
+    "deduplicated",
+    "dedup_conflict",
+    "delivered",
+    "redelivered",
+    "completed",
+    "receive_deleted",
+    "abandoned",
+    "deferred",
+    "rejected",
+    "dead_lettered",
+    "ttl_discarded",
+    "retention_deleted",
+    "purged",
+    "canceled",
+    "redriven",
+    "lock_expired",
+    "recovered",
+    "activated",
+)
+
+OPERATIONS = ("read", "write", "transaction")
+ERROR_CODES = ("canceled", "closed", "busy", "connection", "full", "corrupt", "io", "other")
+# The fixed (outcome, error_code) pairs, zero-initialised per operation: success has no
+# code, an application refusal is always "application", an unknown commit its own code.
+OUTCOME_CODES = (
+    ("ok", ""),
+    *(("error", code) for code in ERROR_CODES),
+    ("rejected", "application"),
+    ("outcome_unknown", "outcome_unknown"),
+)
+
+# storage.failure lines per (operation, category): one, then at most one per interval with
+# the number suppressed meanwhile (a full disk under load must not flood the log).
+FAILURE_LOG_INTERVAL_S = 10.0
+
+
+class Histogram:
+    """Cumulative-on-read duration histogram over ``BUCKETS``."""
+
+    __slots__ = ("count", "counts", "sum")
+
+    def __init__(self) -> None:
+        self.counts = [0] * len(BUCKETS)
+        self.count = 0
+        self.sum = 0.0
+
+    def observe(self, seconds: float) -> None:
+        i = bisect_left(BUCKETS, seconds)
+        if i < len(self.counts):
+            self.counts[i] += 1
+        self.count += 1
+        self.sum += seconds
+
+    def cumulative(self) -> tuple[tuple[float, int], ...]:
+        out, running = [], 0
+        for bound, n in zip(BUCKETS, self.counts, strict=True):
+            running += n
+            out.append((bound, running))
+        return tuple(out)
+
+
+Effect = tuple[str, str, int]  # (queue, event, count)
+
+
+class MessageEffects:
+    """Committed effects per (queue, event); recorded only by after-commit callbacks."""
+
+    def __init__(self) -> None:
+        self.counts: Counter[tuple[str, str]] = Counter()
+
+    def after_commit(self, store: Store, effects: Iterable[Effect]) -> None:
+        """Count ``effects`` once the current transaction commits (never on rollback,
+        never for a rolled-back savepoint: ``Store.after_commit``)."""
+        items = [(q, e, n) for q, e, n in effects if n]
+        if items:
+            counts = self.counts
+
+            def record() -> None:
+                for queue, event, n in items:
+                    counts[queue, event] += n
+
+            store.after_commit(record)
+
+
+@dataclass
+class OperationStats:
+    count: int = 0
+    retries: int = 0
+    duration: Histogram = field(default_factory=Histogram)
+    last_error: tuple[int, diagnostics.Failure] | None = None  # (at_ms, failure)
+
+
+class StorageOps:
+    """Storage operations by (operation, outcome, error_code), every fixed pair present."""
+
+    def __init__(self, now_ms: Callable[[], int], monotonic_s: Callable[[], float]) -> None:
+        self._now_ms = now_ms
+        self._monotonic_s = monotonic_s
+        self.stats: dict[tuple[str, str, str], OperationStats] = {
+            (op, outcome, code): OperationStats()
+            for op in OPERATIONS
+            for outcome, code in OUTCOME_CODES
+        }
+        self._logged: dict[tuple[str, str], tuple[float, int]] = {}
+
+    def ok(self, operation: str, seconds: float) -> None:
+        s = self.stats[operation, "ok", ""]
+        s.count += 1
+        s.duration.observe(seconds)
+
+    def failed(self, operation: str, seconds: float, exc: BaseException) -> None:
+        """A failed operation: a storage error, an interruption or an application refusal."""
+        if isinstance(exc, diagnostics.INTERRUPTIONS) or diagnostics.classify(exc) != "other":
+            fail = diagnostics.failure(operation, exc)
+            outcome = "outcome_unknown" if fail.category == "outcome_unknown" else "error"
+            key = (operation, outcome, fail.category)
+        elif _is_storage(exc):
+            fail = diagnostics.failure(operation, exc)
+            key = (operation, "error", "other")
+        else:
+            s = self.stats[operation, "rejected", "application"]
+            s.count += 1
+            s.duration.observe(seconds)
+            return
+        s = self.stats[key]
+        s.count += 1
+        s.duration.observe(seconds)
+        s.last_error = (self._now(), fail)
+        self._log(operation, fail, interrupted=isinstance(exc, diagnostics.INTERRUPTIONS))
+
+    def _now(self) -> int:
+        return self._now_ms()
+
+    def _log(self, operation: str, fail: diagnostics.Failure, *, interrupted: bool) -> None:
+        now = self._monotonic_s()
+        last, suppressed = self._logged.get((operation, fail.category), (None, 0))
+        if last is not None and now - last < FAILURE_LOG_INTERVAL_S:
+            self._logged[operation, fail.category] = (last, suppressed + 1)
+            return
+        self._logged[operation, fail.category] = (now, 0)
+        diagnostics.emit(
+            "storage.interrupted" if interrupted else "storage.failure",
+            f"storage {operation} {'interrupted' if interrupted else 'failed'}: {fail.explanation}",
+            logging.INFO if interrupted else logging.ERROR,
+            operation=operation,
+            category=fail.category,
+            fingerprint=fail.fingerprint,
+            sqlite_code=fail.sqlite_code,
+            detail=fail.detail,
+            suppressed=suppressed,
+        )
+
+
+def _is_storage(exc: BaseException) -> bool:
+    return isinstance(exc, sqlite3.Error | errors.StorageError)

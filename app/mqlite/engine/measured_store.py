@@ -1,0 +1,124 @@
+"""The store as the engine uses it: every storage operation measured (observability,
+"Metric contract": storage operations by operation, outcome and error code).
+
+A subclass rather than edits to ``store.py``: the store's transaction machinery stays as
+it is and this only wraps its three doors --
+
+- ``transaction()``: one ``transaction`` operation per engine call's block. A block nested
+  in another (an engine call inside the writer's group-commit batch, or a verb inside the
+  outbox ``tx()``) is counted as ok only once the outermost block COMMITs (an after-commit
+  callback: a rolled-back parent drops it); its failure is counted at once. The writer's
+  batch wrapper itself is not an operation (``batch=True``): only a failure of its COMMIT
+  is counted, once.
+- ``connection()``: a ``write`` operation (checkpoint, incremental vacuum, VACUUM).
+- ``read()``: a ``read`` operation (the observation's collection and read probe).
+
+``fault`` is the one test seam: a callable run at the start of every operation, which
+may raise a driver error (``tests/ops/faulty_serve.py`` makes the database "unreadable"
+that way in a real broker process). It is None in production.
+"""
+
+from __future__ import annotations
+
+import sqlite3
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
+from time import perf_counter
+from typing import ClassVar
+
+from mqlite import errors
+from mqlite.engine.measure import StorageOps
+from mqlite.engine.store import Store
+
+
+class MeasuredStore(Store):
+    fault: ClassVar[Callable[[str], None] | None] = None
+
+    def __init__(self, dsn: str, *, sync: str | None, ops: StorageOps) -> None:
+        self.ops = ops
+        super().__init__(dsn, sync=sync)
+
+    def transaction(self, *, batch: bool = False) -> _MeasuredTransaction:  # type: ignore[override]
+        return _MeasuredTransaction(self, batch)
+
+    @contextmanager
+    def connection(self) -> Iterator[sqlite3.Connection]:
+        started = perf_counter()
+        try:
+            with super().connection() as conn:
+                if MeasuredStore.fault is not None:
+                    MeasuredStore.fault("write")
+                yield conn
+        except BaseException as exc:
+            self.ops.failed("write", perf_counter() - started, exc)
+            raise
+        self.ops.ok("write", perf_counter() - started)
+
+    @contextmanager
+    def read(self) -> Iterator[sqlite3.Connection]:
+        """The connection for reads, under the writer token (inside the writer's batch
+        transaction when there is one, else autocommit reads)."""
+        with self.lock:
+            started = perf_counter()
+            try:
+                if self.closed:
+                    raise errors.Closed()
+                if MeasuredStore.fault is not None:
+                    MeasuredStore.fault("read")
+                yield self.conn
+            except BaseException as exc:
+                self.ops.failed("read", perf_counter() - started, exc)
+                raise
+            self.ops.ok("read", perf_counter() - started)
+
+
+class _MeasuredTransaction:
+    __slots__ = ("_batch", "_inner", "_nested", "_started", "_store")
+
+    def __init__(self, store: MeasuredStore, batch: bool) -> None:
+        self._store = store
+        self._batch = batch
+        self._inner = Store.transaction(store)
+        self._nested = False
+        self._started = 0.0
+
+    def __enter__(self) -> sqlite3.Connection:
+        self._started = perf_counter()
+        try:
+            conn = self._inner.__enter__()
+        except BaseException as exc:
+            self._failed(exc)
+            raise
+        store = self._store
+        self._nested = store._tx.depth > 1
+        if MeasuredStore.fault is not None:
+            try:
+                MeasuredStore.fault("transaction")
+            except BaseException as exc:
+                self._inner.__exit__(type(exc), exc, exc.__traceback__)
+                self._failed(exc)
+                raise
+        return conn
+
+    def __exit__(self, exc_type: object, exc: BaseException | None, tb: object) -> None:
+        try:
+            self._inner.__exit__(exc_type, exc, tb)
+        except BaseException as failure:  # the COMMIT (or a ROLLBACK) failed
+            self._failed(failure)
+            raise
+        if self._batch:
+            return  # each call of the batch is its own operation
+        if exc is not None:
+            self._failed(exc)
+            return
+        seconds = perf_counter() - self._started
+        ops = self._store.ops
+        if self._nested:
+            self._store.after_commit(lambda: ops.ok("transaction", seconds))
+        else:
+            ops.ok("transaction", seconds)
+
+    def _failed(self, exc: BaseException) -> None:
+        if self._batch and not isinstance(exc, sqlite3.Error | errors.StorageError):
+            return  # a call of the batch raised: that call's own block counted it
+        self._store.ops.failed("transaction", perf_counter() - self._started, exc)

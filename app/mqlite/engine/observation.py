@@ -1,0 +1,188 @@
+"""The canonical observation's shape (api-reference "Observe"): frozen values the engine
+builds, ``mqlite.wire.observability`` mirrors field for field as JSON (a test pins the
+two together) and ``server/metrics.py`` renders for Prometheus.
+
+Availability is explicit everywhere a value can be unknown: ``queues`` is None when the
+collection failed, a failed probe has no latency, a footprint that cannot be measured has
+no size. Nothing unknown is ever a zero.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+
+@dataclass(frozen=True, slots=True)
+class Bucket:
+    le: float  # upper bound in seconds
+    count: int  # cumulative
+
+
+@dataclass(frozen=True, slots=True)
+class HistogramValue:
+    """Cumulative finite buckets; ``count`` is the +Inf bucket."""
+
+    buckets: tuple[Bucket, ...]
+    count: int
+    sum: float
+
+
+@dataclass(frozen=True, slots=True)
+class Collection:
+    state: str  # available | unavailable
+    last_success_at_ms: int  # 0 before the first success
+    duration_seconds: float
+    error_code: str  # "" when available; else a storage category
+
+
+@dataclass(frozen=True, slots=True)
+class QueueGauges:
+    queue: str
+    kind: str  # queue | subscription
+    active: int
+    locked: int
+    deferred: int
+    scheduled: int
+    dead_lettered: int
+    retained: int  # every row, unexpected states included
+    unexpected: int  # rows outside the five normal states
+    oldest_age_seconds: float  # oldest active/locked row's enqueue age; 0 if none
+
+
+@dataclass(frozen=True, slots=True)
+class Runtime:
+    schema_version: str
+    read_available: bool
+    read_latency_seconds: float | None  # None when the probe failed
+    db_size_available: bool
+    db_size_bytes: int | None  # None for memory (or when the files cannot be measured)
+
+
+@dataclass(frozen=True, slots=True)
+class MessageEffect:
+    queue: str
+    event: str
+    count: int
+
+
+@dataclass(frozen=True, slots=True)
+class ErrorDetail:
+    at_ms: int
+    category: str
+    explanation: str  # generated from the category: never the raw driver text
+    fingerprint: str
+    sqlite_code: int | None
+
+
+@dataclass(frozen=True, slots=True)
+class StorageOperation:
+    operation: str  # read | write | transaction
+    outcome: str  # ok | error | rejected | outcome_unknown
+    error_code: str
+    count: int
+    retries: int
+    duration: HistogramValue
+    last_error: ErrorDetail | None
+
+
+@dataclass(frozen=True, slots=True)
+class Pool:
+    max_open: int
+    open: int
+    in_use: int
+    idle: int
+    waits: int
+    wait_duration_seconds: float
+
+
+@dataclass(frozen=True, slots=True)
+class Storage:
+    operations: tuple[StorageOperation, ...]
+    pool: Pool
+
+
+@dataclass(frozen=True, slots=True)
+class Runs:
+    success: int
+    error: int
+    interrupted: int
+
+
+@dataclass(frozen=True, slots=True)
+class StepDiagnostic:
+    at_ms: int
+    step: str
+    category: str
+    explanation: str
+    fingerprint: str
+    sqlite_code: int | None
+
+
+@dataclass(frozen=True, slots=True)
+class MaintenanceTask:
+    task: str
+    enabled: bool
+    runs: Runs
+    duration: HistogramValue
+    last_run_at_ms: int
+    last_outcome: str  # never | ok | failed | interrupted
+    last_success_at_ms: int
+    consecutive_failures: int
+    recovered_at_ms: int
+    diagnostics: tuple[StepDiagnostic, ...]  # the latest eight failed steps, oldest first
+
+
+@dataclass(frozen=True, slots=True)
+class FilterFailure:
+    stage: str  # compile | evaluate
+    count: int
+
+
+@dataclass(frozen=True, slots=True)
+class RpcRequests:
+    rpc: str
+    code: str  # "ok" or the error envelope's code
+    count: int
+    duration_seconds: float  # cumulative whole-request time, authentication included
+
+
+@dataclass(frozen=True, slots=True)
+class AuthOutcome:
+    outcome: str
+    count: int
+
+
+@dataclass(frozen=True, slots=True)
+class RpcHandler:
+    rpc: str
+    duration: HistogramValue  # post-authentication handler time
+
+
+@dataclass(frozen=True, slots=True)
+class Http:
+    state: str  # available | not_applicable (embedded)
+    requests: tuple[RpcRequests, ...]
+    authentication: tuple[AuthOutcome, ...]
+    handlers: tuple[RpcHandler, ...]
+
+
+NOT_APPLICABLE = Http("not_applicable", (), (), ())
+
+
+@dataclass(frozen=True, slots=True)
+class Observation:
+    sampled_at_ms: int
+    started_at_ms: int
+    backend: str
+    version: str
+    access: str  # manage | monitor | anonymous | embedded
+    collection: Collection
+    queue_count: int | None
+    subscription_count: int | None
+    queues: tuple[QueueGauges, ...] | None
+    runtime: Runtime
+    messages: tuple[MessageEffect, ...]
+    storage: Storage
+    maintenance: tuple[MaintenanceTask, ...]
+    filters: tuple[FilterFailure, ...]
+    http: Http

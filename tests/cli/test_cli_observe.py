@@ -1,0 +1,30 @@
+"""``mqlite observe`` (cli "observe"), embedded and against a broker: the JSON is the
+Observe answer, the text form shows every section and never turns unknown into zero."""
+
+from __future__ import annotations
+
+from cli_support import Cli
+
+
+def test_observe_json_and_text(cli: Cli, queue: str) -> None:
+    cli.setup_queue(queue, b"one", b"two")
+    o = cli.json("observe")
+    assert o["collection"]["state"] == "available"
+    (mine,) = [q for q in o["queues"] if q["queue"] == queue]
+    assert (mine["active"], mine["retained"], mine["unexpected"]) == (2, 2, 0)
+    effects = {(m["queue"], m["event"]): m["count"] for m in o["messages"]}
+    # Counters belong to the engine's process: an embedded CLI run starts from zero.
+    assert effects.get((queue, "enqueued")) == (2 if cli.mode == "client" else None)
+    assert [t["task"] for t in o["maintenance"]] == [
+        "locks", "scheduled", "ttl", "dedup", "receipts", "retention", "reclaim",
+    ]  # fmt: skip
+    if cli.mode == "client":
+        assert o["access"] == "manage" and o["http"]["state"] == "available"
+    else:
+        assert o["access"] == "embedded" and o["http"]["state"] == "not_applicable"
+    text = cli.ok("observe")
+    assert "collection:    available" in text
+    assert any(line.split()[:3] == [queue, "queue", "2"] for line in text.splitlines())
+    for section in ("message effects:", "storage operations:", "TASK", "filter failures:"):
+        assert section in text
+    assert ("authentication:" in text) == (cli.mode == "client")

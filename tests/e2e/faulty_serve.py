@@ -1,0 +1,33 @@
+"""``mqlite serve`` with the measured store's fault seam armed by a trigger file: while
+the file named by ``FAULTY_SERVE_TRIGGER`` exists, every storage operation of the broker
+fails as an unreadable disk does (SQLite's ``SQLITE_IOERR``, raised where the driver would
+raise it); removing the file restores the database. The broker is otherwise the real one
+(gunicorn master, uvicorn worker: the seam is set before the fork, so the worker has it).
+
+Used by the e2e and real-stack tests: ``python tests/e2e/faulty_serve.py --addr ...``.
+"""
+
+from __future__ import annotations
+
+import os
+import sqlite3
+import sys
+
+from mqlite.cli.main import main
+from mqlite.engine.measured_store import MeasuredStore
+
+TRIGGER = os.environ["FAULTY_SERVE_TRIGGER"]
+SQLITE_IOERR = 10
+
+
+def unreadable(kind: str) -> None:
+    if os.path.exists(TRIGGER):
+        exc = sqlite3.OperationalError(f"disk I/O error (test fault on {kind})")
+        exc.sqlite_errorcode = SQLITE_IOERR  # type: ignore[attr-defined]
+        exc.sqlite_errorname = "SQLITE_IOERR"  # type: ignore[attr-defined]
+        raise exc
+
+
+if __name__ == "__main__":
+    MeasuredStore.fault = staticmethod(unreadable)
+    sys.exit(main(["serve", *sys.argv[1:]]))

@@ -1,0 +1,174 @@
+"""The /metrics exposition against ops/metric-contract.json: every canonical family with
+its exact name, type and labels (closed vocabularies respected, fixed combinations present
+at zero), the compatibility aliases, queue gauges omitted (never zero) when collection
+fails, and ``promtool check metrics`` flagging nothing but the deprecated names it must.
+Rendered from a real engine's observation by the server's own collector."""
+
+from __future__ import annotations
+
+import dataclasses
+import sqlite3
+from collections import defaultdict
+from pathlib import Path
+from typing import Any
+
+import pytest
+from ops_support import canonical_families, deprecated_families, run, tool
+from prometheus_client.parser import text_string_to_metric_families
+
+from mqlite import wire
+from mqlite.clock import FakeClock
+from mqlite.engine import Engine
+from mqlite.engine.measured_store import MeasuredStore
+from mqlite.server import metrics
+from mqlite.server.http_metrics import HttpMeasurements
+from mqlite.types import OutMessage
+
+QUEUE_GAUGES = {
+    "mqlite_entities",
+    "mqlite_queue_messages",
+    "mqlite_queue_retained_messages",
+    "mqlite_queue_unexpected_messages",
+    "mqlite_queue_oldest_message_age_seconds",
+    "mqlite_queue_total",
+    "mqlite_queue_oldest_message_age_ms",
+}
+# What promtool's linter says about the two names the spec keeps for v0.3.1 scrapers
+# (observability, "Compatibility from v0.3.1"): exactly why they are deprecated.
+DEPRECATED_LINT = {
+    "mqlite_queue_oldest_message_age_ms metric names should not contain abbreviated units",
+    'mqlite_queue_total non-counter metrics should not have "_total" suffix',
+}
+
+
+def exposition(tmp_path: Path, *, fail_collection: bool = False) -> str:
+    engine = Engine(f"file:{tmp_path / 'mq.db'}", clock=FakeClock())
+    try:
+        engine.create_queue("orders")
+        engine.subscribe("t", "audit")
+        engine.send("orders", [OutMessage(body=b"x"), OutMessage(body=b"y")])
+        done, bad = engine.receive("orders", 2)
+        engine.complete("orders", done.seq_number, done.lock_token)
+        engine.reject("orders", bad.seq_number, bad.lock_token)
+        engine.run_maintenance_once()
+        http = HttpMeasurements(r.name for r in wire.ROUTES)
+        http.route("QueueService/Send").finished("ok", 0.002)
+        if fail_collection:
+            MeasuredStore.fault = staticmethod(_io_error)
+        try:
+            observed = engine.observe()
+        finally:
+            MeasuredStore.fault = None
+        observed = dataclasses.replace(observed, access="monitor", http=http.snapshot())
+        return metrics.render(observed).decode()
+    finally:
+        engine.close()
+
+
+def _io_error(kind: str) -> None:
+    exc = sqlite3.OperationalError("disk I/O error")
+    exc.sqlite_errorcode = 10  # type: ignore[attr-defined]
+    raise exc
+
+
+def families(text: str) -> dict[str, Any]:
+    return {f.name: f for f in text_string_to_metric_families(text)}
+
+
+def exposed_name(name: str, typ: str) -> str:
+    """The parser names a counter family without its ``_total``."""
+    return name.removesuffix("_total") if typ == "counter" else name
+
+
+def label_values(fam: Any) -> dict[str, set[str]]:
+    out: dict[str, set[str]] = defaultdict(set)
+    for s in fam.samples:
+        for k, v in s.labels.items():
+            if k != "le":
+                out[k].add(v)
+    return out
+
+
+def test_every_contract_family_with_its_type_and_labels(tmp_path: Path) -> None:
+    got = families(exposition(tmp_path))
+    contract = {**canonical_families(), **deprecated_families()}
+    for name, fam in contract.items():
+        exposed = got.get(exposed_name(name, fam.type))
+        assert exposed is not None, f"{name} missing"
+        assert exposed.type == fam.type, name
+        values = label_values(exposed)
+        assert set(values) == set(fam.labels), (name, set(values))
+        for label, vocab in fam.labels.items():
+            if vocab is not None:
+                assert values[label] <= set(vocab), (name, label, values[label] - set(vocab))
+    extra = set(got) - {exposed_name(n, f.type) for n, f in contract.items()}
+    assert extra == set(), extra
+
+
+def test_fixed_combinations_start_at_zero(tmp_path: Path) -> None:
+    got = families(exposition(tmp_path))
+    contract = canonical_families()
+    ops = got["mqlite_storage_operations"]
+    assert len(ops.samples) == 3 * 11
+    rpcs = got["mqlite_rpc_requests"]
+    codes = contract["mqlite_rpc_requests_total"].labels["code"]
+    assert codes is not None
+    assert len(rpcs.samples) == len(wire.ROUTES) * len(codes)
+    events = got["mqlite_message_events"]  # only what happened: not zero-filled per queue
+    happened = {(s.labels["queue"], s.labels["event"]) for s in events.samples}
+    assert {("orders", "enqueued"), ("orders", "rejected"), ("orders", "dead_lettered")} <= happened
+    assert all(s.value > 0 for s in events.samples if s.name.endswith("_total"))
+    auth = {s.labels["outcome"] for s in got["mqlite_authentication"].samples}
+    assert auth == set(contract["mqlite_authentication_total"].labels["outcome"] or ())
+
+
+def test_failed_collection_omits_queue_gauges_never_zeros(tmp_path: Path) -> None:
+    text = exposition(tmp_path, fail_collection=True)
+    got = families(text)
+    assert got["mqlite_collection_success"].samples[0].value == 0
+    (status,) = got["mqlite_collection_status"].samples
+    assert status.labels == {"state": "unavailable", "error_code": "io"}
+    assert QUEUE_GAUGES.isdisjoint(got), QUEUE_GAUGES & set(got)
+    assert "mqlite_storage_ping_seconds" not in got  # a failed probe has no latency
+    assert got["mqlite_storage_read_available"].samples[0].value == 0
+    assert "mqlite_message_events" in got  # in-process counters stay available
+    (tmp_path / "ok").mkdir()
+    good = families(exposition(tmp_path / "ok"))
+    assert set(good) >= QUEUE_GAUGES and good["mqlite_collection_success"].samples[0].value == 1
+
+
+def test_promtool_check_metrics(tmp_path: Path, debian_tools: dict[str, str]) -> None:
+    text = exposition(tmp_path)
+    r = run([tool("promtool"), "check", "metrics"], stdin=text)
+    findings = {line.strip() for line in (r.stdout + r.stderr).splitlines() if line.strip()}
+    assert findings == DEPRECATED_LINT, findings
+    canonical_only = "\n".join(
+        line
+        for line in text.splitlines()
+        if "mqlite_queue_total" not in line and "mqlite_queue_oldest_message_age_ms" not in line
+    )
+    r = run([tool("promtool"), "check", "metrics"], stdin=canonical_only + "\n")
+    assert r.returncode == 0, r.stdout + r.stderr
+    # The check can fail: a counter without HELP/_total is refused.
+    r = run([tool("promtool"), "check", "metrics"], stdin="# TYPE broken counter\nbroken 1\n")
+    assert r.returncode != 0
+
+
+@pytest.mark.parametrize("name", ["mqlite_queue_total", "mqlite_messages_completed_total"])
+def test_aliases_read_the_canonical_values(tmp_path: Path, name: str) -> None:
+    got = families(exposition(tmp_path))
+    if name == "mqlite_queue_total":
+        alias = {s.labels["queue"]: s.value for s in got[name].samples}
+        canon = {s.labels["queue"]: s.value for s in got["mqlite_queue_retained_messages"].samples}
+    else:
+        alias = {
+            s.labels["queue"]: s.value
+            for s in got["mqlite_messages_completed"].samples
+            if s.name.endswith("_total")
+        }
+        canon = {
+            s.labels["queue"]: s.value
+            for s in got["mqlite_message_events"].samples
+            if s.labels["event"] == "completed" and s.name.endswith("_total")
+        }
+    assert alias == canon and alias
