@@ -1,169 +1,124 @@
-"""The overview and the monitor credential from an ``AdminService/Observe`` answer.
+"""The overview from the real ``AdminService/Observe`` and what a monitor credential may
+open (api-reference "Observe"; access-keys "HTTP, console and MCP": a configured monitor
+token opens the observability views only).
 
-This branch's broker has no Observe yet (issue 10 builds it), so the real broker's card
-and Observe route are answered here by Playwright with an observation shaped as the spec
-describes it (api-reference "Observe", observability "Maintenance failure diagnosis"):
-the console's reading of it (js/observe.js), the monitor-only navigation, rates from
-successive samples, maintenance failures, auth outcomes and an unavailable collection
-are exercised. Every other call still reaches the real broker, and a monitor token
-there is refused by everything but Observe."""
+Traffic produced here through the API (sends, completions, a dead letter, a filter that
+fails at publish, rejected tokens) must show in the overview, the charts and the queue
+rates. Maintenance failures and an unavailable collection cannot be caused on demand
+without breaking the broker, so one test takes the broker's real Observe answer and
+edits those two domains in flight, keeping every other field as the broker sent it."""
 
 from __future__ import annotations
 
 import json
-from typing import Any
+import re
 
 from console_support import MONITOR_TOKEN, ConsolePage
-from e2e_support import ADMIN_TOKEN, now_ms
+from e2e_support import ADMIN_TOKEN, b64, unique
 from playwright.sync_api import Route, expect
 
 OBSERVE = "/mqlite.v1.AdminService/Observe"
 
 
-def observation(n: int, access: str, *, available: bool = True) -> dict[str, Any]:
-    t = now_ms()
-    queues = [
-        {
-            "queue": "orders",
-            "states": {
-                "active": 5 + n,
-                "locked": 1,
-                "deferred": 0,
-                "scheduled": 2,
-                "dead_lettered": 3,
-            },
-            "retained": 11 + n,
-            "unexpected": 0,
-            "oldest_message_age_seconds": 12.5,
-        }
-    ]
-    return {
-        "sampled_at_ms": t,
-        "started_at_ms": t - 3_600_000,
-        "backend": "local file",
-        "version": "0.3.3",
-        "access": access,
-        "collection": {
-            "state": "available" if available else "unavailable",
-            "last_success_at_ms": t if available else t - 60_000,
-            "duration_seconds": 0.002,
-            "error_code": "" if available else "busy",
-        },
-        "queue_count": 1 if available else None,
-        "subscription_count": 0 if available else None,
-        "queues": queues if available else None,
-        "runtime": {
-            "schema_version": "6",
-            "read_available": True,
-            "read_latency_seconds": 0.0004,
-            "db_size_available": True,
-            "db_size_bytes": 294_912,
-        },
-        "messages": [
-            {"queue": "orders", "event": "enqueued", "count": 100 + 20 * n},
-            {"queue": "orders", "event": "completed", "count": 90 + 10 * n},
-        ],
-        "storage": {
-            "operations": [
-                {"operation": "write", "outcome": "ok", "error_code": "", "count": 500},
-                {"operation": "write", "outcome": "error", "error_code": "busy", "count": 2},
-            ]
-        },
-        "maintenance": [
-            {
-                "task": "ttl",
-                "enabled": True,
-                "runs": {"success": 40, "error": 2, "interrupted": 0},
-                "last_outcome": "failed",
-                "last_run_at_ms": t - 1000,
-                "last_success_at_ms": t - 120_000,
-                "consecutive_failures": 2,
-                "diagnostics": [
-                    {
-                        "at_ms": t - 1000,
-                        "step": "expire",
-                        "category": "busy",
-                        "explanation": "the database was busy",
-                        "fingerprint": "fp-7d2e",
-                    }
-                ],
-            },
-            {"task": "locks", "enabled": True, "last_outcome": "ok", "consecutive_failures": 0},
-        ],
-        "filters": [{"stage": "compile", "count": 0}, {"stage": "evaluate", "count": 1}],
-        "http": {
-            "state": "available",
-            "authentication": [
-                {"outcome": "success", "count": 40},
-                {"outcome": "invalid", "count": 3},
-            ],
-        },
-    }
-
-
-def serve_observe(cp: ConsolePage, access: str, *, available: bool = True) -> None:
-    """Answer the card (with Observe listed) and Observe; pass everything else through."""
-    calls = {"n": 0}
-
-    def card(route: Route) -> None:
-        body = json.loads(route.fetch().text())
-        body["endpoints"] = [*body["endpoints"], OBSERVE]
-        route.fulfill(json=body)
-
-    def observe(route: Route) -> None:
-        auth = route.request.headers.get("authorization", "")
-        if auth not in (f"Bearer {ADMIN_TOKEN}", f"Bearer {MONITOR_TOKEN}"):
-            route.fulfill(status=401, json={"code": "unauthenticated", "message": "no"})
-            return
-        calls["n"] += 1
-        route.fulfill(json=observation(calls["n"], access, available=available))
-
-    cp.page.route(cp.broker.base_url + "/", card)
-    cp.page.route(cp.broker.base_url + OBSERVE, observe)
+def traffic(cp: ConsolePage) -> str:
+    """Sends, completions, a dead letter, a failing filter and two rejected tokens."""
+    b = cp.broker
+    q = b.create_queue(unique("observed"))
+    b.send(q, *[f"m{i}" for i in range(6)])
+    for m in b.receive(q, 3):
+        b.ok(
+            "QueueService/Complete",
+            {"queue": q, "seq_number": m["seq_number"], "lock_token": m["lock_token"]},
+        )
+    m = b.receive(q, 1)[0]
+    b.ok(
+        "QueueService/Reject",
+        {"queue": q, "seq_number": m["seq_number"], "lock_token": m["lock_token"]},
+    )
+    topic = unique("t")
+    b.ok(
+        "AdminService/Subscribe",
+        {"topic": topic, "name": unique("s"), "filter": {"expr": 'int(properties["n"]) > 1'}},
+    )
+    b.ok(
+        "QueueService/Send",
+        {"queue": topic, "messages": [{"body": b64("x"), "properties": {"n": "x"}}]},
+    )
+    for _ in range(2):
+        assert b.rpc("AdminService/Status", token="mqk_wrong").status_code == 401
+    return q
 
 
 def test_a_monitor_sees_the_overview_and_nothing_else(console: ConsolePage) -> None:
     assert console.broker.rpc("AdminService/ListQueues", token=MONITOR_TOKEN).status_code == 403
-    serve_observe(console, "monitor")
     page = console.page
     console.signed_in(MONITOR_TOKEN)
     nav = page.get_by_role("navigation", name="Main")
     assert nav.get_by_role("link").all_inner_texts() == ["Overview"]
     expect(page.locator("#who")).to_have_text("Signed in: monitor (read-only)")
-    console.go("queues")
-    console.heading("Manage credential needed")
-    expect(page.get_by_text("monitor credential")).to_be_visible()
-    console.go("keys")
-    console.heading("Manage credential needed")
+    expect(page.locator("#overview-data")).to_contain_text("monitor")  # "Your access"
+    for route in ("queues", "topics", "keys", "queues/anything"):
+        console.go(route)
+        console.heading("Manage credential needed")
+        expect(page.get_by_text("monitor credential")).to_be_visible()
     console.go("")
     console.heading("Overview")
+    console.screenshot("overview-monitor")
+    assert not console.axe("overview-monitor")
 
 
-def test_the_overview_reads_every_domain_of_the_observation(console: ConsolePage) -> None:
-    serve_observe(console, "manage")
-    console.broker.create_queue("orders")  # ListQueues (real) names the observed queue
+def test_the_overview_shows_the_brokers_observation(console: ConsolePage) -> None:
+    q = traffic(console)
     page = console.page
     console.signed_in(ADMIN_TOKEN)
-    page.get_by_role("button", name="Refresh now").click()
     data = page.locator("#overview-data")
+    expect(data).to_contain_text("available")
+    console.broker.send(q, "later-1", "later-2")  # between two samples: a rate
+    page.get_by_role("button", name="Refresh now").click()
     expect(data.locator("figure.chart svg")).to_have_count(2)  # backlog and throughput
     text = data.inner_text()
-    assert "0.3.3" in text and "available" in text
-    assert "the database was busy" in text and "fp-7d2e" in text  # maintenance failure
-    assert "invalid" in text and "busy" in text  # auth outcome, failing storage op
-    assert "filter evaluate failures" in text
-    console.screenshot("overview-observe")
-    assert not console.axe("overview-observe")
-    # Rates come from successive samples: the queues list shows them for managers.
+    assert "local file" in text and "Schema" in text
+    auth = page.get_by_role("region", name="Authentication outcomes since start")
+    assert re.search(r"invalid\s+[1-9]", auth.inner_text()), auth.inner_text()  # 2 bad tokens
+    assert re.search(r"filter evaluate failures\s+[1-9]", text), text
+    maint = page.get_by_role("region", name="Maintenance tasks")
+    for task in ("locks", "scheduled", "ttl"):
+        expect(maint).to_contain_text(task)
+    expect(page.get_by_role("region", name="Largest queues by retained messages")).to_contain_text(
+        q
+    )
+    console.screenshot("overview-observed")
+    assert not console.axe("overview-observed")
     console.go("queues")
-    row = page.locator("#queues-table tbody tr", has_text="orders")
-    expect(row).to_contain_text("/s")
+    row = page.locator("#queues-table tbody tr", has_text=q)
+    expect(row).to_contain_text("/s")  # rates from Observe's event counters
 
 
-def test_an_unavailable_collection_is_unknown_not_zero(console: ConsolePage) -> None:
-    serve_observe(console, "manage", available=False)
+def test_maintenance_failures_and_an_unavailable_collection(console: ConsolePage) -> None:
+    def edited(route: Route) -> None:
+        obs = json.loads(route.fetch().text())
+        task = obs["maintenance"][0]
+        at = obs["sampled_at_ms"] - 1000
+        task.update(last_outcome="failed", consecutive_failures=2, last_run_at_ms=at)
+        task["diagnostics"] = [
+            {
+                "at_ms": at,
+                "step": "expire",
+                "category": "busy",
+                "explanation": "the database was busy",
+                "fingerprint": "fp-7d2e",
+            }
+        ]
+        obs["collection"].update(state="unavailable", error_code="busy")
+        obs.update(queues=None, queue_count=None, subscription_count=None)
+        route.fulfill(json=obs)
+
+    console.page.route(console.broker.base_url + OBSERVE, edited)
     console.signed_in(ADMIN_TOKEN)
     data = console.page.locator("#overview-data")
     expect(data).to_contain_text("counts are unknown, not zero")
     expect(data).to_contain_text("unavailable")
-    expect(data).to_contain_text("busy")
+    failures = console.page.get_by_role("region", name="Recent maintenance failures, newest first")
+    expect(failures).to_contain_text("the database was busy")
+    expect(failures).to_contain_text("fp-7d2e")
+    console.screenshot("overview-degraded")

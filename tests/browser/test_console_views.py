@@ -7,7 +7,7 @@ from __future__ import annotations
 from collections.abc import Iterator
 
 import pytest
-from console_support import DESKTOP, MONITOR_TOKEN, PHONE, ConsolePage, open_console
+from console_support import DESKTOP, PHONE, ConsolePage, open_console
 from e2e_support import ADMIN_TOKEN, Broker, BrokerFactory, unique
 from playwright.sync_api import Browser, expect
 
@@ -168,12 +168,3 @@ def test_the_data_turns_stale_when_the_broker_stops(
         assert cp.page.evaluate("() => document.body.dataset.stale") == "true"
         expect(cp.page.locator("#overview-data")).to_contain_text("local file")
         cp.screenshot("stale")
-
-
-def test_a_monitor_token_sees_only_the_overview(console: ConsolePage) -> None:
-    """Before Observe exists on this broker, a monitor token has no console view at all."""
-    console.expect_http(403)
-    console.sign_in(MONITOR_TOKEN)
-    alert = console.page.locator("#login-outcome [role=alert]")
-    alert.wait_for()
-    assert "console needs manage" in alert.inner_text()
