@@ -172,3 +172,38 @@ def test_aliases_read_the_canonical_values(tmp_path: Path, name: str) -> None:
             if s.labels["event"] == "completed" and s.name.endswith("_total")
         }
     assert alias == canon and alias
+
+
+def test_queue_gauges_are_written_byte_for_byte_as_prometheus_client_would(
+    tmp_path: Path,
+) -> None:
+    """The fast per-queue path is the library's format, not a second one: the same
+    families through generate_latest give the same bytes, for escaping-worthy label
+    values and float formatting (exponents, fractions, zero) included."""
+    from prometheus_client import CollectorRegistry, generate_latest
+    from prometheus_client.core import GaugeMetricFamily
+
+    from mqlite.engine.observation import QueueGauges
+
+    queues = (
+        QueueGauges("orders", "queue", 3, 1, 0, 2, 5, 11, 0, 12.5),
+        QueueGauges('we"ird\\name\nx', "subscription", 0, 0, 0, 0, 0, 0, 0, 0.0),
+        QueueGauges("big", "queue", 12_345_678, 0, 7, 0, 0, 12_345_685, 7, 86_400.001),
+    )
+
+    class Reference:
+        def collect(self) -> Any:
+            by_state = GaugeMetricFamily(*metrics.BY_STATE, labels=["queue", "state"])
+            for q in queues:
+                for state in metrics.STATES:
+                    by_state.add_metric([q.queue, state], getattr(q, state))
+            yield by_state
+            for name, doc, value_of in metrics.QUEUE_FAMILIES:
+                fam = GaugeMetricFamily(name, doc, labels=["queue"])
+                for q in queues:
+                    fam.add_metric([q.queue], value_of(q))
+                yield fam
+
+    registry = CollectorRegistry(auto_describe=False)
+    registry.register(Reference())  # type: ignore[arg-type]
+    assert metrics.queue_gauges_text(queues).encode() == generate_latest(registry)

@@ -10,6 +10,7 @@ and the counters (which need no database) are still returned.
 
 from __future__ import annotations
 
+import dataclasses
 import os
 import sqlite3
 import threading
@@ -50,7 +51,18 @@ class ObserveOps(EngineCore):
         """The canonical observation; the HTTP domain is ``not_applicable`` here (the
         server fills it in) and ``access`` is ``embedded``."""
         pool = self._pool()
-        return self._observe(pool)
+        observed, rows = self._observe(pool)
+        if rows is None:
+            return observed
+        # The pivot needs no database: done after the writer is released.
+        queues = tuple(_gauges(rows, observed.sampled_at_ms))
+        kinds = [g.kind for g in queues]
+        return dataclasses.replace(
+            observed,
+            queues=queues,
+            queue_count=kinds.count("queue"),
+            subscription_count=kinds.count("subscription"),
+        )
 
     def _pool(self) -> o.Pool:
         """The one connection as a pool, sampled before the observation takes the writer:
@@ -62,37 +74,37 @@ class ObserveOps(EngineCore):
         return o.Pool(1, 1, busy, 1 - busy, 0, 0.0)
 
     @serialized
-    def _observe(self, pool: o.Pool) -> o.Observation:
+    def _observe(self, pool: o.Pool) -> tuple[o.Observation, list[tuple[object, ...]] | None]:
+        """Everything read under the writer: the probe, the grouped rows (None when the
+        read failed) and the in-process measurements, stamped with one clock value."""
         now = self.clock.now_ms()
         read_ok, latency = self._probe()
         started = perf_counter()
-        queues: tuple[o.QueueGauges, ...] | None = None
+        rows: list[tuple[object, ...]] | None = None
         error_code = ""
         try:
             with self.store.read() as conn:
                 rows = conn.execute(QUEUE_GAUGES_SQL).fetchall()
-            queues = tuple(_gauges(rows, now))
         except (sqlite3.Error, errors.MQLiteError) as exc:
             error_code = diagnostics.classify(exc)
         duration = perf_counter() - started
-        if queues is not None:
+        if rows is not None:
             self.last_collection_ms = now
-        kinds = [g.kind for g in queues] if queues is not None else None
-        return o.Observation(
+        observed = o.Observation(
             sampled_at_ms=now,
             started_at_ms=self.started_at_ms,
             backend=self.store.location.backend,
             version=VERSION,
             access="embedded",
             collection=o.Collection(
-                "available" if queues is not None else "unavailable",
+                "available" if rows is not None else "unavailable",
                 self.last_collection_ms,
                 duration,
                 error_code,
             ),
-            queue_count=kinds.count("queue") if kinds is not None else None,
-            subscription_count=kinds.count("subscription") if kinds is not None else None,
-            queues=queues,
+            queue_count=None,
+            subscription_count=None,
+            queues=None,
             runtime=self._runtime(read_ok, latency),
             messages=self._effects(),
             storage=o.Storage(self._operations(), pool),
@@ -102,6 +114,7 @@ class ObserveOps(EngineCore):
             ),
             http=o.NOT_APPLICABLE,
         )
+        return observed, rows
 
     def _probe(self) -> tuple[bool, float | None]:
         try:
