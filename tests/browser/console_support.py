@@ -7,6 +7,9 @@ CSP violation, and fails the test on any it did not declare expected.
 Expected failures are declared, never filtered wholesale: Chromium logs each non-2xx
 fetch as "Failed to load resource: ... status of 401", so a test that provokes a 401
 says ``expect_http(401)``; a test that stops the broker says ``expect_offline()``.
+
+The console must work with no network beyond the broker (no CDN, no font, no beacon):
+every request the page makes to another origin is a problem too.
 """
 
 from __future__ import annotations
@@ -22,14 +25,18 @@ from typing import Any
 
 import pytest
 from e2e_support import Broker
-from playwright.sync_api import Browser, BrowserContext, ConsoleMessage, Page
+from playwright.sync_api import Browser, BrowserContext, ConsoleMessage, Page, Request
 
 HERE = Path(__file__).resolve().parent
 REPO = HERE.parents[1]
 ARTIFACTS = HERE / "artifacts"
 AXE_JS = HERE / "vendor" / "axe-core" / "axe.min.js"
 CHROMIUM = "/usr/bin/chromium"
+# A name that is not loopback but resolves to 127.0.0.1 in this browser only: what a
+# DNS-rebinding page looks like to the broker (test_console_auth.py).
+REBOUND_HOST = "rebound.test"
 CHROMIUM_ARGS = [
+    f"--host-resolver-rules=MAP {REBOUND_HOST} 127.0.0.1",
     "--no-sandbox",
     "--disable-gpu",
     "--disable-quic",
@@ -82,12 +89,21 @@ class ConsolePage:
     broker: Broker
     errors: list[str] = field(default_factory=list)
     csp: list[str] = field(default_factory=list)
+    foreign: list[str] = field(default_factory=list)
     allowed_status: set[int] = field(default_factory=set)
     offline_ok: bool = False
+    insecure_origin_ok: bool = False
+    host: str | None = None  # the name the page is opened under; None = the broker's
+
+    @property
+    def origin(self) -> str:
+        if self.host is None:
+            return self.broker.base_url
+        return f"http://{self.host}:{self.broker.port}"
 
     @property
     def url(self) -> str:
-        return self.broker.base_url + "/ui/"
+        return self.origin + "/ui/"
 
     def expect_http(self, *statuses: int) -> None:
         self.allowed_status.update(statuses)
@@ -95,11 +111,21 @@ class ConsolePage:
     def expect_offline(self) -> None:
         self.offline_ok = True
 
+    def expect_insecure_origin(self) -> None:
+        """Plain HTTP under a name that is not loopback: Chromium logs that it ignores the
+        Cross-Origin-Opener-Policy header (honoured on HTTPS and loopback only)."""
+        self.insecure_origin_ok = True
+
     def _on_console(self, msg: ConsoleMessage) -> None:
         if msg.type != "error":
             return
         m = _FAILED_RESOURCE.search(msg.text)
         if m and int(m.group(1)) in self.allowed_status:
+            return
+        if self.insecure_origin_ok and msg.text.startswith(
+            "The Cross-Origin-Opener-Policy header has been ignored, because the URL's origin"
+            " was untrustworthy"
+        ):
             return
         if self.offline_ok and (
             "ERR_CONNECTION_REFUSED" in msg.text or "Failed to fetch" in msg.text
@@ -107,10 +133,16 @@ class ConsolePage:
             return
         self.errors.append(msg.text)
 
+    def _on_request(self, request: Request) -> None:
+        if not request.url.startswith(self.origin + "/"):
+            self.foreign.append(f"{request.method} {request.url}")
+
     def problems(self) -> list[str]:
-        return [f"console error: {e}" for e in self.errors] + [
-            f"CSP violation: {c}" for c in self.csp
-        ]
+        return (
+            [f"console error: {e}" for e in self.errors]
+            + [f"CSP violation: {c}" for c in self.csp]
+            + [f"request beyond the broker: {r}" for r in self.foreign]
+        )
 
     # -- driving -------------------------------------------------------------------------
 
@@ -180,6 +212,7 @@ def open_console(
     context.add_init_script(CSP_LISTENER)
     page.on("console", cp._on_console)
     page.on("pageerror", lambda exc: cp.errors.append(f"page error: {exc}"))
+    context.on("request", cp._on_request)
     try:
         yield cp
     finally:
