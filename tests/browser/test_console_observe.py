@@ -76,6 +76,14 @@ def test_the_overview_shows_the_brokers_observation(console: ConsolePage) -> Non
     console.broker.send(q, "later-1", "later-2")  # between two samples: a rate
     page.get_by_role("button", name="Refresh now").click()
     expect(data.locator("figure.chart svg")).to_have_count(2)  # backlog and throughput
+    # Two samples: each chart draws its series as lines, not a single dot.
+    expect(data.locator("figure.chart svg polyline").first).to_be_visible()
+    observed = console.broker.ok("AdminService/Observe")
+    entities = page.get_by_role("region", name="Entities")
+    expect(entities).to_contain_text(re.compile(rf"Queues{observed['queue_count']}(?!\d)"))
+    expect(entities).to_contain_text(
+        re.compile(rf"Subscriptions{observed['subscription_count']}(?!\d)")
+    )
     text = data.inner_text()
     assert "local file" in text and "Schema" in text
     auth = page.get_by_role("region", name="Authentication outcomes since start")
@@ -89,9 +97,25 @@ def test_the_overview_shows_the_brokers_observation(console: ConsolePage) -> Non
     )
     console.screenshot("overview-observed")
     assert not console.axe("overview-observed")
+    # The queues list: per-state counts and the oldest age from Observe, and in/out rates
+    # from its event counters between two refreshes of this page.
     console.go("queues")
     row = page.locator("#queues-table tbody tr", has_text=q)
-    expect(row).to_contain_text("/s")  # rates from Observe's event counters
+    expect(row).to_contain_text("/s")
+    console.broker.send(q, "later-3", "later-4", "later-5")
+    for m in console.broker.receive(q, 2):
+        console.broker.ok(
+            "QueueService/Complete",
+            {"queue": q, "seq_number": m["seq_number"], "lock_token": m["lock_token"]},
+        )
+    page.get_by_role("button", name="Refresh now").click()
+    nonzero = re.compile(r"^(?!0\.0/s)[\d.]+/s$")
+    expect(row.locator("td").nth(7)).to_have_text(nonzero)  # In
+    expect(row.locator("td").nth(8)).to_have_text(nonzero)  # Out
+    cells = row.locator("td").all_inner_texts()
+    # queue; active 2 + 2 + 3 - 2 completed, locked, deferred, scheduled, dead 1 (Reject)
+    assert cells[:6] == ["queue", "5", "0", "0", "0", "1"], cells
+    assert re.fullmatch(r"\d+(\.\d)? (ms|s)", cells[6]), cells  # the oldest active message
 
 
 def test_maintenance_failures_and_an_unavailable_collection(console: ConsolePage) -> None:

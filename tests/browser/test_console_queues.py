@@ -77,7 +77,9 @@ def test_create_send_peek_redrive_purge_delete(console: ConsolePage) -> None:
     dead = page.get_by_role("region", name="Dead letters")
     redrive = dead.get_by_role("form", name="Redrive dead letters")
     redrive.get_by_label("Rate per second").fill("10")
-    redrive.get_by_role("button", name="Redrive").click()
+    with page.expect_request(lambda r: r.url.endswith(".AdminService/Redrive")) as asked:
+        redrive.get_by_role("button", name="Redrive").click()
+    assert asked.value.post_data_json == {"queue": name, "target": "", "max": 0, "rate_per_sec": 10}
     expect(dead.get_by_text("Redrove 1 dead letter.")).to_be_visible()
     assert console.broker.ok("QueueService/Stats", {"queue": name})["dead_lettered"] == 0
 
@@ -135,3 +137,35 @@ def test_a_broker_error_is_shown_in_words_with_its_code(console: ConsolePage) ->
     expect(alert).to_contain_text("needs a group ID")
     expect(alert).to_contain_text("group_required")
     assert b64("x")  # the helper module is the e2e one: same broker semantics
+
+
+def test_delete_is_fenced_on_the_generation_the_page_was_loaded_with(
+    console: ConsolePage,
+) -> None:
+    """operations "Delete a queue": the queue is deleted and re-created under the same name
+    while its page is open; confirming the old page's deletion must not hit the new one."""
+    console.expect_http(409)
+    page = console.page
+    name = console.broker.create_queue(unique("replaced"))
+    console.signed_in(ADMIN_TOKEN)
+    console.go(f"queues/{name}")
+    console.heading(name)
+    deletion = page.get_by_role("region", name="Delete queue")
+
+    def generation() -> str:
+        listed = console.broker.ok("AdminService/ListQueues")["queues"]
+        return str(next(q for q in listed if q["name"] == name)["generation"])
+
+    shown = generation()
+    expect(deletion).to_contain_text(f"Generation {shown}")
+    console.broker.ok("AdminService/DeleteQueue", {"name": name, "generation": shown})
+    console.broker.create_queue(name)
+    replacement = generation()
+    assert replacement != shown
+    deletion.get_by_role("button", name="Delete queue…").click()
+    page.get_by_role("dialog").get_by_role("textbox").fill(name)
+    page.get_by_role("dialog").get_by_role("button", name="Delete queue").click()
+    alert = deletion.get_by_role("alert")
+    expect(alert).to_contain_text("replacement queue: nothing was deleted")
+    expect(alert).to_contain_text("queue_changed")
+    assert generation() == replacement  # the replacement is still there

@@ -82,6 +82,10 @@ def test_every_view_is_accessible_and_screenshotted(
     page = cp.page
     cp.open()
     cp.heading("Sign in")
+    # The theme follows prefers-color-scheme (the axe scan then checks its contrast).
+    rgb = page.evaluate("() => getComputedStyle(document.body).backgroundColor")
+    brightness = sum(int(c) for c in rgb[rgb.index("(") + 1 : -1].split(",")[:3]) / 765
+    assert (brightness < 0.2) if label.endswith("dark") else (brightness > 0.8), rgb
     scan(cp, label, "sign-in")
     cp.signed_in(ADMIN_TOKEN)
     page.get_by_role("button", name="Refresh now").click()  # a second sample: charts draw
