@@ -15,7 +15,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from mqlite import errors
-from mqlite.engine import dlq, maintenance, peek
+from mqlite.engine import dlq, killpoints, maintenance, peek
 from mqlite.engine.core import EngineCore, serialized
 from mqlite.engine.diagnostics import INTERRUPTIONS
 from mqlite.engine.store import SCHEMA_VERSION
@@ -270,6 +270,7 @@ class AdminOps(EngineCore):
         (db + WAL + SHM) afterwards. File databases only (0 in memory)."""
         if not self.store.location.is_memory:
             with self.store.connection() as conn:
+                killpoints.reached("checkpoint")
                 conn.execute(maintenance.WAL_CHECKPOINT_TRUNCATE_SQL).fetchall()
         return self.store.db_size_bytes()
 
