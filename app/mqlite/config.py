@@ -177,6 +177,7 @@ class Settings:
     dlq_max_bytes: int = 0
     insecure_allow_remote: bool = False
     log_level: str = "INFO"
+    max_connections: int = defaults.MAX_CONNECTIONS
     disk_floor_bytes: int = defaults.DISK_FLOOR_BYTES
     disk_reserve_bytes: int = defaults.DISK_RESERVE_BYTES
     diagnostic_log: str = ""  # "" = off; else the private diagnostic JSONL file
@@ -251,6 +252,9 @@ class Settings:
             dlq_max_count=count if retention else 0,
             dlq_max_bytes=nbytes if retention else 0,
             log_level=level,
+            max_connections=_int(
+                environ, "MQLITE_MAX_CONNECTIONS", defaults.MAX_CONNECTIONS, minimum=1
+            ),
             disk_floor_bytes=_int(
                 environ, "MQLITE_DISK_FLOOR_BYTES", defaults.DISK_FLOOR_BYTES, minimum=0
             ),

@@ -59,3 +59,19 @@ DEFAULT_SYNC = "NORMAL"
 FILTER_MAX_SOURCE_BYTES = 4096
 FILTER_MAX_AST_NODES = 1000
 FILTER_PUBLISH_BUDGET_MS = 2000  # all filter evaluations of one Send (else 400, nothing sent)
+
+# The HTTP server (server/protocol.py, server/body.py): what one client may hold or send
+# before anything is authenticated, and what all clients together may make the worker
+# buffer. Every bound answers a JSON envelope (docs/http.md "Limits").
+MAX_HEAD_BYTES = 16 << 10  # request line + headers of one request (431 over it)
+HEAD_TIMEOUT_S = 5.0  # a request head must be complete this long after connecting or
+# after the previous response (idle keep-alive and half-sent heads are closed)
+BODY_TIMEOUT_S = 60.0  # the whole body of one request, from its head (the original's ReadTimeout)
+MAX_CONNECTIONS = 4096  # open connections (503 over it); MQLITE_MAX_CONNECTIONS
+FD_RESERVE = 64  # descriptors kept free of connections (database, WAL, logs, listener)
+LARGE_BODY_BYTES = 1 << 20  # bodies over this are decoded on a worker thread and
+# reserve their size from the in-flight budget below before they are read
+MAX_INFLIGHT_BODY_BYTES = 64 << 20  # large request bodies buffered at once, all clients
+INFLIGHT_WAIT_S = 30.0  # a large request waits this long for the budget, then 503
+MAX_REQUEST_ITEMS = 1 << 18  # ',' and ':' in one request body (bounds its decode work)
+LOG_FIELD_MAX_CHARS = 256  # an access-log field (queue name, path, ...) is clipped here

@@ -110,6 +110,20 @@ class QueueNotEmpty(MQLiteError):
     http_status = 409
 
 
+class UnsupportedMediaType(InvalidArgument):
+    """an RPC body must be sent with Content-Type: application/json."""
+
+    http_status = 415
+    reason = "unsupported_media_type"
+
+
+class HeadersTooLarge(InvalidArgument):
+    """the request line and headers are larger than the broker accepts."""
+
+    http_status = 431
+    reason = "headers_too_large"
+
+
 class MessageTooLarge(MQLiteError):
     """message body is larger than the configured maximum."""
 
@@ -122,6 +136,13 @@ class Canceled(MQLiteError):
 
     code = "canceled"
     http_status = 499
+
+
+class RequestTimeout(Canceled):
+    """the request was not received in time; the broker stopped waiting for it."""
+
+    http_status = 408
+    reason = "request_timeout"
 
 
 class OutcomeUnknown(MQLiteError):
@@ -257,7 +278,13 @@ BY_CODE: Mapping[str, type[MQLiteError]] = _wire_classes()
 def _reason_classes() -> Mapping[str, type[MQLiteError]]:
     """Map each ``reason`` to the subclass it names (a refinement of its code's class)."""
     table: dict[str, type[MQLiteError]] = {}
-    for cls in (QueueNotFound, StorageFull):
+    for cls in (
+        QueueNotFound,
+        StorageFull,
+        UnsupportedMediaType,
+        HeadersTooLarge,
+        RequestTimeout,
+    ):
         assert cls.reason not in table, f"duplicate reason {cls.reason}"
         assert issubclass(cls, BY_CODE[cls.code]), f"{cls.__name__} must refine its code"
         table[cls.reason] = cls

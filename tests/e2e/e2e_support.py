@@ -12,13 +12,14 @@ from __future__ import annotations
 import base64
 import contextlib
 import os
+import resource
 import signal
 import socket
 import subprocess
 import sys
 import time
 import uuid
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -138,13 +139,15 @@ class Broker:
         content: bytes | None = None,
     ) -> httpx.Response:
         """POST ``/mqlite.v1.<method>``: ``token=True`` = the admin token, ``None`` = no
-        Authorization header, a string = that Bearer token. ``content`` = raw body bytes."""
+        Authorization header, a string = that Bearer token. ``content`` = raw body bytes
+        (sent as ``application/json``, which every RPC requires)."""
         if token is True:
             c, headers = self.http, {}
         else:
             c = self.anon
             headers = {"Authorization": f"Bearer {token}"} if token else {}
         if content is not None:
+            headers["Content-Type"] = "application/json"
             return c.post(RPC + method, content=content, headers=headers)
         return c.post(RPC + method, json=body if body is not None else {}, headers=headers)
 
@@ -235,6 +238,13 @@ class Broker:
         return rc
 
 
+def _nofile_limit(n: int) -> Callable[[], None]:
+    def apply() -> None:
+        resource.setrlimit(resource.RLIMIT_NOFILE, (n, n))
+
+    return apply
+
+
 def kill_group(proc: subprocess.Popen[bytes]) -> None:
     """SIGKILL the process group this test started (gunicorn master + its worker)."""
     with contextlib.suppress(ProcessLookupError, PermissionError):
@@ -243,7 +253,13 @@ def kill_group(proc: subprocess.Popen[bytes]) -> None:
 
 # The additive ``reason`` of an envelope, by the code it refines (the original broker's
 # clients read only code and message; ours rebuild the subclass from the reason).
-REASONS = {"queue_not_found": "not_found", "storage_full": "unavailable"}
+REASONS = {
+    "queue_not_found": "not_found",
+    "storage_full": "unavailable",
+    "unsupported_media_type": "invalid_argument",
+    "headers_too_large": "invalid_argument",
+    "request_timeout": "canceled",
+}
 
 
 def assert_error(r: httpx.Response, status: int, code: str, reason: str | None = None) -> str:
@@ -299,8 +315,10 @@ class BrokerFactory:
         addr: str | None = "auto",
         db_path: Path | None = None,
         faulty: bool = False,
+        nofile: int | None = None,
     ) -> tuple[subprocess.Popen[bytes], Path, Path, Path, dict[str, str], int]:
-        """Start a serve process without waiting for it (for startup-failure tests)."""
+        """Start a serve process without waiting for it (for startup-failure tests);
+        ``nofile`` = its soft and hard descriptor limit (systemd's 1024, say)."""
         d, out, err = self._paths()
         db = db_path or d / "mq.db"
         port = free_port()
@@ -316,6 +334,7 @@ class BrokerFactory:
                 stdin=subprocess.DEVNULL,
                 cwd=d,
                 start_new_session=True,  # own process group: teardown can reap the worker
+                preexec_fn=None if nofile is None else _nofile_limit(nofile),
             )
         self.spawned.append(proc)
         return proc, db, out, err, full_env, port
@@ -330,13 +349,14 @@ class BrokerFactory:
         host: str = "127.0.0.1",
         addr: str | None = "auto",
         faulty: bool = False,
+        nofile: int | None = None,
     ) -> Broker:
         """Start a broker and wait for ``/healthz``. ``env`` defaults MQLITE_TOKENS to the
         admin token; pass ``{"MQLITE_TOKENS": "off"}`` (and ``token=None``) for auth off."""
         merged: dict[str, str | None] = {"MQLITE_TOKENS": ADMIN_TOKEN}
         merged.update(env or {})
         proc, db, out, err, full_env, port = self.spawn(
-            merged, args, addr=addr, db_path=db_path, faulty=faulty
+            merged, args, addr=addr, db_path=db_path, faulty=faulty, nofile=nofile
         )
         explicit = addr if addr != "auto" else None
         if addr is None:  # listening where MQLITE_ADDR says

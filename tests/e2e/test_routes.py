@@ -14,9 +14,11 @@ import time
 from typing import Any
 
 import httpx
+import pytest
 from e2e_support import ADMIN_TOKEN, RPC, Broker, BrokerFactory, assert_error, b64, now_ms, unique
 
 MiB = 1 << 20
+JSON_TYPE = {"Content-Type": "application/json"}
 
 # The original's 22 routes in registration order (original-behaviour §8 "Routes").
 ORIGINAL_ORDER = [
@@ -92,7 +94,7 @@ def test_discovery_endpoints_are_all_served(broker: Broker) -> None:
     """Every advertised path is a live POST route (never the unknown-path 404)."""
     card = httpx.get(broker.base_url + "/").json()
     for path in card["endpoints"]:
-        r = broker.http.post(path, content=b"not json")
+        r = broker.http.post(path, content=b"not json", headers=JSON_TYPE)
         assert r.status_code == 400, (path, r.status_code, r.text)
         assert r.json()["code"] == "invalid_argument"
 
@@ -873,12 +875,23 @@ def test_receive_attempt_id_replays_the_same_batch(broker: Broker) -> None:
     ]
 
 
-def test_content_type_is_not_checked(broker: Broker) -> None:
+@pytest.mark.parametrize("ctype", [None, "text/plain", "application/x-www-form-urlencoded"])
+def test_rpcs_require_a_json_content_type(broker: Broker, ctype: str | None) -> None:
+    """A CORS simple request (text/plain, a form; no preflight) never reaches an RPC."""
+    q = broker.create_queue()
+    headers = {"Content-Type": ctype} if ctype else {}
+    r = broker.http.post(
+        RPC + "QueueService/Stats", content=json.dumps({"queue": q}).encode(), headers=headers
+    )
+    assert_error(r, 415, "invalid_argument", reason="unsupported_media_type")
+
+
+def test_a_json_content_type_may_carry_parameters(broker: Broker) -> None:
     q = broker.create_queue()
     r = broker.http.post(
         RPC + "QueueService/Stats",
         content=json.dumps({"queue": q}).encode(),
-        headers={"Content-Type": "text/plain"},
+        headers={"Content-Type": "Application/JSON; charset=utf-8"},
     )
     assert r.status_code == 200 and r.json()["queue"] == q
 

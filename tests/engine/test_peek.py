@@ -11,6 +11,7 @@ from engine_sqldb import add_msg, add_queue, assert_plan, plan, seed_for_planner
 
 from mqlite import defaults
 from mqlite.engine import peek as pk
+from mqlite.engine.budget import encoded_size
 from mqlite.errors import InvalidArgument, QueueNotFound
 from mqlite.types import State, Stats
 
@@ -84,13 +85,14 @@ def test_peek_max_defaults_to_32_and_caps_at_1000(conn: sqlite3.Connection) -> N
     assert len(page(conn, max=defaults.PEEK_MAX + 1)) == defaults.PEEK_MAX == 1000
 
 
-@pytest.mark.parametrize(("budget", "expected"), [(25, 3), (20, 2), (1, 1), (10_000, 5)])
+@pytest.mark.parametrize(("units", "expected"), [(2.5, 3), (2, 2), (0, 1), (1000, 5)])
 def test_peek_stops_after_the_message_that_reaches_the_byte_budget(
-    conn: sqlite3.Connection, monkeypatch: pytest.MonkeyPatch, budget: int, expected: int
+    conn: sqlite3.Connection, monkeypatch: pytest.MonkeyPatch, units: float, expected: int
 ) -> None:
-    monkeypatch.setattr(defaults, "RESPONSE_BYTE_BUDGET", budget)
     add_queue(conn, "q")
     all_ = [add_msg(conn, "q", body=b"x" * 10) for _ in range(5)]
+    unit = encoded_size(page(conn)[0])  # every field is charged, not only the body
+    monkeypatch.setattr(defaults, "RESPONSE_BYTE_BUDGET", max(1, int(units * unit)))
     got = page(conn)
     assert seqs(got) == all_[:expected]
     # the next page continues from last + 1

@@ -144,3 +144,12 @@ def test_the_compose_prometheus_is_the_host_one_with_compose_names() -> None:
     job["authorization"] = host["scrape_configs"][0]["authorization"]
     comp["alerting"] = host["alerting"]
     assert comp == host
+
+
+def test_the_units_descriptor_limit_covers_the_connection_cap() -> None:
+    """Each connection holds a descriptor: the unit's LimitNOFILE must fit the default cap
+    plus the reserve (else the worker lowers the cap and logs it), and the operations doc
+    quotes the unit's value."""
+    (limit,) = _unit()["LimitNOFILE"]
+    assert int(limit) >= defaults.MAX_CONNECTIONS + defaults.FD_RESERVE
+    assert f"LimitNOFILE={limit}" in (REPO / "docs" / "operations.md").read_text()

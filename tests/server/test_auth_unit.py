@@ -301,6 +301,7 @@ def _bearer(token: str) -> dict[str, str]:
 
 
 ADMIN = _bearer(TOKEN)
+JSON = {"Content-Type": "application/json"}
 RPC = wire.PATH_PREFIX
 
 
@@ -321,7 +322,7 @@ def test_app_401_then_405_then_403_then_400(client: TestClient) -> None:
         headers=ADMIN,
     ).json()["token"]
     _err(client.post(path, content=b"{", headers=_bearer(key)), 403, "permission_denied")
-    _err(client.post(path, content=b"{", headers=ADMIN), 400, "invalid_argument")
+    _err(client.post(path, content=b"{", headers={**ADMIN, **JSON}), 400, "invalid_argument")
 
 
 def test_app_unknown_path_401_before_404(client: TestClient) -> None:
@@ -373,7 +374,8 @@ def test_app_monitor_token_metrics_only() -> None:
 
 
 def test_app_auth_off_forbids_key_management() -> None:
-    with TestClient(_app({"MQLITE_TOKENS": "off"})) as c:
+    # A loopback Host: with auth off the broker serves no other (tests/e2e/test_hostile_http).
+    with TestClient(_app({"MQLITE_TOKENS": "off"}), base_url="http://127.0.0.1") as c:
         assert c.get("/").json()["auth"] == "none"
         assert c.post(RPC + "AdminService/CreateQueue", json={"name": "q"}).status_code == 200
         for method in ("CreateKey", "ListKeys", "RevokeKey"):

@@ -14,7 +14,9 @@ from wire_response_cases import RESPONSE_CASES
 
 from mqlite import errors, wire
 
-ERROR_STATUSES = {"400", "401", "403", "404", "405", "409", "413", "499", "500", "503"}
+ERROR_STATUSES = {
+    *("400", "401", "403", "404", "405", "408", "409", "413", "415", "431", "499", "500", "503")
+}
 
 
 @pytest.fixture(scope="module")

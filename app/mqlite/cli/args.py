@@ -130,10 +130,20 @@ def _capped(data: bytes, source: str) -> bytes:
 
 
 def client_flags() -> argparse.ArgumentParser:
-    """``--endpoint --token --output``: the data and admin commands' global flags."""
+    """``--endpoint --token|--token-file --output``: the data and admin commands' flags."""
     p = argparse.ArgumentParser(add_help=False)
     p.add_argument("--endpoint", metavar="URL", help="a running broker (overrides MQLITE_ENDPOINT)")
-    p.add_argument("--token", metavar="BEARER", help="Bearer token (--token= sends none)")
+    creds = p.add_mutually_exclusive_group()
+    creds.add_argument(
+        "--token",
+        metavar="BEARER",
+        help="Bearer token (--token= sends none; visible to ps: prefer MQLITE_TOKEN)",
+    )
+    creds.add_argument(
+        "--token-file",
+        metavar="PATH",
+        help="read the Bearer token from PATH (- = stdin), never from argv",
+    )
     output_flag(p)
     return p
 

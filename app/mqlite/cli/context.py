@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import argparse
 import os
+import sys
 
 import mqlite
 from mqlite import defaults
@@ -26,6 +27,32 @@ class Failure(Exception):
 
 Client = mqlite.Client  # the shared SDK method set (embedded or HTTP)
 
+MAX_TOKEN_FILE_BYTES = 4096
+
+
+def read_token_file(path: str, *, stdin_taken: bool = False) -> str:
+    """The token in ``path`` (``-`` = stdin): its first line, stripped; refused if empty.
+    Keeps the credential out of argv (``ps`` shows every process's arguments)."""
+    if path == "-":
+        if stdin_taken:
+            raise UsageError("--token-file - and a body from stdin cannot share stdin")
+        data = sys.stdin.buffer.read(MAX_TOKEN_FILE_BYTES + 1)
+        source = "stdin"
+    else:
+        try:
+            with open(path, "rb") as fh:
+                data = fh.read(MAX_TOKEN_FILE_BYTES + 1)
+        except OSError as exc:
+            raise Failure(f"--token-file {path}: {exc.strerror or exc}") from None
+        source = path
+    if len(data) > MAX_TOKEN_FILE_BYTES:
+        raise Failure(f"--token-file {source}: more than {MAX_TOKEN_FILE_BYTES} bytes")
+    lines = data.decode("utf-8", "replace").strip().splitlines()
+    token = lines[0].strip() if lines else ""
+    if not token:
+        raise Failure(f"--token-file {source}: no token in it")
+    return token
+
 
 class Context:
     def __init__(self, args: argparse.Namespace, stdout_undeliverable: bool = False) -> None:
@@ -41,9 +68,7 @@ class Context:
         if self._target is None:
             try:
                 self._target = resolve(
-                    os.environ,
-                    getattr(self.args, "endpoint", None),
-                    getattr(self.args, "token", None),
+                    os.environ, getattr(self.args, "endpoint", None), self._token_flag()
                 )
             except EndpointError as exc:
                 raise (UsageError if exc.flag else Failure)(str(exc)) from None
@@ -52,6 +77,15 @@ class Context:
             if self._target.dsn_defaulted:
                 self.out.note(default_db_note(self._target.dsn))
         return self._target
+
+    def _token_flag(self) -> str | None:
+        """``--token``, or the token ``--token-file`` names (an explicit credential)."""
+        path = getattr(self.args, "token_file", None)
+        if path is None:
+            token: str | None = getattr(self.args, "token", None)
+            return token
+        stdin = "-" in (getattr(self.args, "body", None), getattr(self.args, "file", None))
+        return read_token_file(path, stdin_taken=stdin)
 
     @property
     def client(self) -> Client:

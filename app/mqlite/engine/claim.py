@@ -15,6 +15,7 @@ import secrets
 import sqlite3
 
 from mqlite import defaults
+from mqlite.engine.budget import encoded_size
 from mqlite.engine.rows import MESSAGE_COLUMNS, row_to_message
 from mqlite.types import Message, OrderingMode, QueueInfo
 
@@ -121,7 +122,7 @@ def claim_batch(
             execute(DELETE_CLAIMED_SQL, (msg.seq_number, token))
             msg = _without_lease(msg)
         out.append(msg)
-        budget += len(msg.body)
+        budget += encoded_size(msg)
         if budget >= defaults.RESPONSE_BYTE_BUDGET:
             break
     return out

@@ -12,6 +12,7 @@ import sqlite3
 from contextlib import closing
 
 from mqlite import defaults
+from mqlite.engine.budget import encoded_size
 from mqlite.engine.rows import MESSAGE_COLUMNS, row_to_message
 from mqlite.errors import InvalidArgument, QueueNotFound
 from mqlite.types import Message, State, Stats
@@ -87,8 +88,8 @@ def peek(
     """Browse ``queue`` from ``from_seq`` (inclusive) in seq order without locking.
 
     ``state`` (None/"" = all) must be one of the five states. ``max`` <= 0 means 32 and is
-    capped at 1000; the page also ends after the message whose body brings the running
-    total to ``RESPONSE_BYTE_BUDGET`` (that message included). Never returns a lock token.
+    capped at 1000; the page also ends after the message whose encoded size brings the
+    running total to ``RESPONSE_BYTE_BUDGET`` (that message included). Never returns a lock token.
     An unknown queue yields an empty page.
     """
     if state:
@@ -109,7 +110,7 @@ def peek(
         for row in cursor:
             message = row_to_message(row, peek=True)
             page.append(message)
-            budget += len(message.body)
+            budget += encoded_size(message)
             if budget >= defaults.RESPONSE_BYTE_BUDGET:
                 break
     return page

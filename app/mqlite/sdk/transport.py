@@ -25,10 +25,13 @@ import threading
 import time
 from dataclasses import dataclass
 
+from mqlite import defaults
 from mqlite.sdk.endpoint import Endpoint
 
 DEFAULT_TIMEOUT_S = 30.0
-IDLE_LIMIT_S = 60.0
+# The broker closes a connection idle for HEAD_TIMEOUT_S (5 s): drop ours a second
+# earlier, so a request never races the broker's close on a reused connection.
+IDLE_LIMIT_S = defaults.HEAD_TIMEOUT_S - 1.0
 POOL_SIZE = 16
 
 

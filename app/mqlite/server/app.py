@@ -29,6 +29,7 @@ from mqlite.server import auth, metrics
 from mqlite.server.cors import CORSMiddleware
 from mqlite.server.diagnostic_log import DiagnosticLog
 from mqlite.server.http_metrics import HttpMeasurements
+from mqlite.server.intake import Intake
 from mqlite.server.logging import AccessLogMiddleware, configure
 from mqlite.server.logging import stop as stop_logging
 from mqlite.server.rpc import RpcDispatcher
@@ -57,6 +58,7 @@ class BrokerApp:
         self._clock = clock
         self.runtime: Runtime | None = None
         self.http_metrics = HttpMeasurements(r.name for r in wire.ROUTES)
+        self.intake = Intake()
         self.authenticator = auth.Authenticator(
             settings.tokens, settings.monitor_tokens, self._lookup_key, self._key_refusal
         )
@@ -68,13 +70,23 @@ class BrokerApp:
         if settings.metrics:
             routes.append(Route("/metrics", self.metrics_endpoint, methods=["GET"]))
         routes.append(Route("/{path:path}", self.not_found, methods=ANY))
-        app: Any = Starlette(routes=routes, lifespan=self._lifespan)
+        app: Any = Starlette(
+            routes=routes,
+            lifespan=self._lifespan,
+            # starlette's own 500 (ServerErrorMiddleware) answers the envelope too.
+            exception_handlers={Exception: self._internal_error},
+        )
         if settings.cors:
             app = CORSMiddleware(app, settings.cors)
         self._app = RpcDispatcher(self, AccessLogMiddleware(app))
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
         await self._app(scope, receive, send)
+
+    async def _internal_error(self, request: Request, exc: Exception) -> Response:
+        """An unexpected exception outside the RPCs (which catch their own): starlette
+        logs it and, if no response started, sends this instead of plain text."""
+        return error_response(errors.Internal("internal error"))
 
     def begin_drain(self) -> None:
         if self.runtime is not None:
@@ -174,5 +186,5 @@ class BrokerApp:
             observed = await self.observation(principal.access)
             body = await asyncio.to_thread(metrics.render, observed)
         except errors.MQLiteError as exc:
-            return PlainTextResponse(exc.message, status_code=exc.http_status)
+            return error_response(exc)  # the envelope, like every other error
         return Response(body, headers={"content-type": metrics.CONTENT_TYPE})

@@ -18,6 +18,11 @@ from gunicorn.arbiter import Arbiter
 from uvicorn.server import Server
 from uvicorn_worker import UvicornWorker
 
+from mqlite import defaults
+from mqlite.server.fdlimit import connection_cap
+from mqlite.server.memory import pin_mmap_threshold
+from mqlite.server.protocol import BrokerHttpProtocol
+
 
 class DrainingServer(Server):
     def handle_exit(self, sig: int, frame: FrameType | None) -> None:
@@ -32,7 +37,11 @@ class DrainWorker(UvicornWorker):  # type: ignore[misc]
 
     CONFIG_KWARGS: ClassVar[dict[str, Any]] = {
         "loop": "auto",
-        "http": "auto",
+        # httptools with the head bounds, the connection cap and JSON errors uvicorn
+        # lacks (protocol.py); limit_concurrency stays off: the protocol answers it.
+        "http": "mqlite.server.protocol:BrokerHttpProtocol",
+        # After a response, the head deadline of the next request (protocol.py).
+        "timeout_keep_alive": int(defaults.HEAD_TIMEOUT_S),
         "lifespan": "on",
         "timeout_graceful_shutdown": 8,
         "access_log": False,  # the app writes its own JSON access log
@@ -41,6 +50,8 @@ class DrainWorker(UvicornWorker):  # type: ignore[misc]
 
     async def _serve(self) -> None:
         self.config.app = self.wsgi
+        pin_mmap_threshold()
+        BrokerHttpProtocol.configure(connection_cap(self.wsgi.settings.max_connections))
         server = DrainingServer(config=self.config)
         # gunicorn's master turns SIGINT into SIGQUIT for its worker: treat it like SIGTERM
         # (drain, finish, lifespan shutdown) rather than uvicorn-worker's abrupt quit.

@@ -8,6 +8,7 @@ what the access log may show (queue, item count), never a body.
 from __future__ import annotations
 
 import asyncio
+import contextlib
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
 from typing import Any
@@ -249,7 +250,8 @@ async def test_filter(ctx: Context, req: w.TestFilterRequest) -> Any:
 @rpc("AdminService/Redrive")
 async def redrive(ctx: Context, req: w.RedriveRequest) -> Any:
     """Walks the engine's chunk plan (``dlq.paced_chunks``), each chunk one transaction on
-    the writer; a paced redrive waits here, on the event loop, never holding the writer."""
+    the writer; a paced redrive waits here, on the event loop, never holding the writer,
+    and stops when its client goes away (nobody would learn what it moved: 499)."""
     ctx.log["queue"] = req.queue
     target = req.target or None
     for name, value in (
@@ -260,14 +262,25 @@ async def redrive(ctx: Context, req: w.RedriveRequest) -> Any:
         if value < 0:
             raise errors.InvalidArgument(f"{name} must not be negative")
     moved = 0
-    for chunk in paced_chunks(req.max, req.rate_per_sec):
-        n = await ctx.call(ctx.engine.redrive_chunk, req.queue, target, chunk, req.older_than_ms)
-        moved += n
-        if req.rate_per_sec <= 0 or n < chunk or ctx.runtime.draining:
-            break
-        if req.max > 0 and moved >= req.max:
-            break
-        await asyncio.sleep(PACE_INTERVAL_MS / 1000)
+    gone = asyncio.Event()
+    watcher = asyncio.ensure_future(_watch_disconnect(ctx.receive, gone))
+    try:
+        for chunk in paced_chunks(req.max, req.rate_per_sec):
+            n = await ctx.call(
+                ctx.engine.redrive_chunk, req.queue, target, chunk, req.older_than_ms
+            )
+            moved += n
+            ctx.log["n"] = moved
+            if req.rate_per_sec <= 0 or n < chunk or ctx.runtime.draining:
+                break
+            if req.max > 0 and moved >= req.max:
+                break
+            with contextlib.suppress(TimeoutError):
+                await asyncio.wait_for(gone.wait(), PACE_INTERVAL_MS / 1000)
+            if gone.is_set():
+                raise errors.Canceled(f"the client went away; the redrive stopped after {moved}")
+    finally:
+        watcher.cancel()
     return w.RedriveResponse(moved)
 
 

@@ -30,6 +30,7 @@ from pythonjsonlogger.json import JsonFormatter
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
 from mqlite.clock import SYSTEM_CLOCK
+from mqlite.defaults import LOG_FIELD_MAX_CHARS
 from mqlite.server.jsonlog import FORMATTER, raw, rfc3339_ms
 
 access_log = logging.getLogger("mqlite.access")
@@ -181,6 +182,14 @@ class AccessLogMiddleware:
             log_request(scope, status, started, fields)
 
 
+def clip(value: str) -> str:
+    """At most ``LOG_FIELD_MAX_CHARS`` of a logged string, saying how much was cut: a
+    field a client chose (a 30 MB queue name, a path) must not become a 30 MB line."""
+    if len(value) <= LOG_FIELD_MAX_CHARS:
+        return value
+    return f"{value[:LOG_FIELD_MAX_CHARS]}...(+{len(value) - LOG_FIELD_MAX_CHARS} chars)"
+
+
 def log_request(scope: Scope, status: int, started: float, fields: dict[str, object]) -> None:
     """The one access-log line of a request (5xx error, 4xx warning, empty Receive debug)."""
     level = logging.INFO
@@ -191,7 +200,10 @@ def log_request(scope: Scope, status: int, started: float, fields: dict[str, obj
     elif fields.pop("empty_receive", False):
         level = logging.DEBUG
     if access_log.isEnabledFor(level):
-        route = route_name(scope["path"])
+        route = clip(route_name(scope["path"]))
+        for key, value in fields.items():
+            if type(value) is str and len(value) > LOG_FIELD_MAX_CHARS:
+                fields[key] = clip(value)
         fields.update(
             route=route,
             method=scope["method"],

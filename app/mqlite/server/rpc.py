@@ -20,8 +20,9 @@ from typing import TYPE_CHECKING, Any
 
 from starlette.types import ASGIApp, Receive, Scope, Send
 
-from mqlite import defaults, errors, wire
+from mqlite import errors, wire
 from mqlite.server.cors import cors_headers
+from mqlite.server.guards import check_local_caller
 from mqlite.server.handlers import HANDLERS, Context
 from mqlite.server.logging import log_request
 
@@ -31,26 +32,6 @@ if TYPE_CHECKING:
 log = logging.getLogger("mqlite.server")
 
 JSON_HEADERS = [(b"content-type", b"application/json")]
-
-
-async def read_body(scope: Scope, receive: Receive, cap: int) -> bytes:
-    """The request body, refusing (413) as soon as it is known to exceed ``cap``."""
-    for name, value in scope["headers"]:
-        if name == b"content-length" and value.isdigit() and int(value) > cap:
-            raise errors.MessageTooLarge(f"request body over {cap} bytes")
-    chunks: list[bytes] = []
-    size = 0
-    while True:
-        message = await receive()
-        if message["type"] == "http.disconnect":
-            raise errors.Canceled("the client went away")
-        chunk = message.get("body", b"")
-        size += len(chunk)
-        if size > cap:
-            raise errors.MessageTooLarge(f"request body over {cap} bytes")
-        chunks.append(chunk)
-        if not message.get("more_body", False):
-            return b"".join(chunks)
 
 
 async def respond(
@@ -89,7 +70,8 @@ class RpcDispatcher:
         # Measurements (http_metrics.py): authentication outcome, post-auth handler time,
         # result code and whole-request time. Always on: Observe reports them too.
         meter = broker.http_metrics.route(route.name)
-        cap = defaults.MAX_REQUEST_BYTES
+        intake = broker.intake
+        allow_remote = broker.settings.insecure_allow_remote
         extra_headers = cors_headers(broker.settings.cors)
 
         async def endpoint(scope: Scope, receive: Receive, send: Send) -> None:
@@ -98,18 +80,20 @@ class RpcDispatcher:
             started = time.perf_counter()
             authorized = 0.0
             try:
+                if not auth_enabled:
+                    check_local_caller(scope["headers"], allow_remote=allow_remote)
                 principal = await meter.authenticate(authenticator, scope["headers"])
                 if scope["method"] != "POST":
                     raise errors.Unimplemented("POST required")
                 meter.authorize(principal, permission, auth_enabled=auth_enabled)
                 authorized = time.perf_counter()
-                req = wire.decode_request(route, await read_body(scope, receive, cap))
-                runtime = broker.runtime
-                if runtime is None:
-                    raise errors.Internal("broker is starting")
-                ctx = Context(runtime, fields, receive, broker.started_ms, broker.settings)
-                ctx.access, ctx.broker = principal.access, broker
-                body = wire.encode_response(route, await handler(ctx, req))
+                async with intake.request(route, scope, receive) as req:
+                    runtime = broker.runtime
+                    if runtime is None:
+                        raise errors.Internal("broker is starting")
+                    ctx = Context(runtime, fields, receive, broker.started_ms, broker.settings)
+                    ctx.access, ctx.broker = principal.access, broker
+                    body = wire.encode_response(route, await handler(ctx, req))
                 status = 200
             except errors.MQLiteError as exc:
                 fields["code"] = exc.code

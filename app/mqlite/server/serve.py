@@ -17,7 +17,7 @@ from typing import Any
 
 from gunicorn.app.base import BaseApplication
 
-from mqlite import errors
+from mqlite import defaults, errors
 from mqlite.config import Settings
 from mqlite.engine.store import check_lock_free
 from mqlite.server import diagnostic_log, jsonlog
@@ -55,7 +55,9 @@ def gunicorn_options(settings: Settings) -> dict[str, Any]:
         "worker_class": "mqlite.server.worker.Worker",
         "graceful_timeout": GRACEFUL_TIMEOUT_S,
         "timeout": 30,
-        "keepalive": 120,
+        # The worker's protocol closes a connection that has not sent a complete request
+        # head this long after connecting or after its previous response (protocol.py).
+        "keepalive": int(defaults.HEAD_TIMEOUT_S),
         "accesslog": None,  # the app writes its own JSON access log
         "errorlog": "-",
         "loglevel": settings.log_level.lower(),
@@ -63,9 +65,8 @@ def gunicorn_options(settings: Settings) -> dict[str, Any]:
         "control_socket_disable": True,  # no gunicornc socket in ~/.gunicorn: nothing uses it
         "proc_name": "mqlite",
         "preload_app": False,
-        "limit_request_line": 8190,
-        "limit_request_fields": 100,
-        "limit_request_field_size": 16384,
+        # No limit_request_*: gunicorn applies them only to its own sync workers. The
+        # uvicorn worker's protocol (protocol.py) bounds the request head instead.
     }
 
 

@@ -43,7 +43,7 @@ def dumps(value: Any) -> bytes:
     return bytes(buf)
 
 
-def _no_duplicate_keys(body: bytes, decoded: msgspec.Struct) -> bool:
+def _no_duplicate_keys(body: bytes | bytearray, decoded: msgspec.Struct) -> bool:
     """True only if ``body`` (which msgspec accepted) repeats no key in any object.
 
     Every structural colon in the body follows one key, and every other colon sits in a
@@ -57,7 +57,7 @@ def _no_duplicate_keys(body: bytes, decoded: msgspec.Struct) -> bool:
     return b"\\u003" not in body and body.count(b":") == _ENCODER.encode(decoded).count(b":")
 
 
-def decode_request(route: Route[S, Any], body: bytes) -> S:
+def decode_request(route: Route[S, Any], body: bytes | bytearray) -> S:
     """Strictly decode a request body into the route's request Struct (server side)."""
     cls = route.request
     if route.body_optional and not body.strip():
@@ -73,7 +73,7 @@ def decode_request(route: Route[S, Any], body: bytes) -> S:
     return request
 
 
-def _explain(cls: type[msgspec.Struct], body: bytes) -> str:
+def _explain(cls: type[msgspec.Struct], body: bytes | bytearray) -> str:
     """The contract's message for ``body``, or "" if the slow walker finds it valid."""
     value = strict.parse(body)  # raises the JSON-level InvalidArgument itself
     try:

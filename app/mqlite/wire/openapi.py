@@ -31,10 +31,17 @@ ERROR_STATUSES: dict[int, str] = {
     404: "Not Found: the queue or message does not exist, or no such path",
     405: "Method Not Allowed: RPCs are POST only",
     409: "Conflict",
+    408: "Request Timeout: the request head or body did not arrive in time",
     413: "Content Too Large: a message body or the request body is over its cap",
+    415: "Unsupported Media Type: RPCs take Content-Type: application/json",
+    431: "Request Header Fields Too Large: request line and headers over 16 KiB",
     499: "Client Closed Request: the client canceled the request",
     500: "Internal Server Error",
-    503: "Service Unavailable: a remote write's outcome is unknown; reconcile, do not retry",
+    503: (
+        "Service Unavailable: `unavailable` = at a capacity limit (or the disk is full: "
+        "`storage_full`), not processed, retry; "
+        "`outcome_unknown` = a remote write's outcome is unknown, reconcile, do not retry"
+    ),
 }
 
 _ERROR = {

@@ -56,7 +56,7 @@ def _constant(name: str) -> Any:
 _DECODER = json.JSONDecoder(object_pairs_hook=_pairs, parse_constant=_constant)
 
 
-def parse(body: bytes) -> Any:
+def parse(body: bytes | bytearray) -> Any:
     """Parse ``body`` as exactly one JSON value, or raise ``InvalidArgument``."""
     try:
         text = body.decode("utf-8")
