@@ -250,7 +250,6 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--serve-cycles", type=int, default=10, help="HTTP broker kill cycles")
     p.add_argument("--endpoint", default="", help="a running broker (token: MQLITE_TOKEN)")
     p.add_argument("--kill-cmd", default="", help="with --endpoint: how to SIGKILL it")
-    p.add_argument("--image", default="", help="run the HTTP phase against this image")
     args = p.parse_args(argv)
     if args.quick:
         args.cycles, args.serve_cycles = min(args.cycles, 10), min(args.serve_cycles, 3)

@@ -18,10 +18,12 @@ import contextlib
 import json
 import os
 import secrets
+import shutil
 import signal
 import socket
 import subprocess
 import sys
+import tempfile
 import time
 from collections.abc import Mapping
 from dataclasses import dataclass, field
@@ -112,6 +114,9 @@ def run_drill(name: str, body: Any, args: argparse.Namespace) -> int:
     except DrillError as exc:
         print(f"{name} drill could not run: {exc}", file=sys.stderr)
         return 2
+    finally:
+        for path in _scratch:  # the temp dirs this run made (never a --workdir)
+            shutil.rmtree(path, ignore_errors=True)
     return report.finish()
 
 
@@ -219,14 +224,18 @@ def wait_group_gone(pgid: int, deadline_s: float = 15.0) -> None:
         os.killpg(pgid, signal.SIGKILL)
 
 
-def workdir(args: argparse.Namespace, name: str) -> Path:
-    import tempfile
+_scratch: list[Path] = []
 
+
+def workdir(args: argparse.Namespace, name: str) -> Path:
+    """``--workdir`` (kept), else a new temp directory removed when the drill ends."""
     if args.workdir:
         path = Path(args.workdir)
         path.mkdir(parents=True, exist_ok=True)
         return path
-    return Path(tempfile.mkdtemp(prefix=f"mqlite-drill-{name}-"))
+    path = Path(tempfile.mkdtemp(prefix=f"mqlite-drill-{name}-"))
+    _scratch.append(path)
+    return path
 
 
 def reexec_in_venv(script: str) -> None:

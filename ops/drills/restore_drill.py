@@ -20,7 +20,6 @@ import argparse
 import contextlib
 import hashlib
 import os
-import shutil
 import sqlite3
 import subprocess
 import sys
@@ -278,11 +277,7 @@ def main(argv: list[str] | None = None) -> int:
 
     def body(report: drillkit.Report, a: argparse.Namespace) -> None:
         work = drillkit.workdir(a, "restore")
-        try:
-            (their_source if a.db else own_source)(report, a, work)
-        finally:
-            if not a.workdir:
-                shutil.rmtree(work, ignore_errors=True)
+        (their_source if a.db else own_source)(report, a, work)
 
     return drillkit.run_drill("restore", body, args)
 

@@ -47,6 +47,14 @@ def out(label: str, i: int, **kw: str) -> mqlite.OutMessage:
     )
 
 
+def claim(mq: mqlite.EmbeddedClient, n: int) -> list[mqlite.Message]:
+    """``n`` messages (a Receive returns at most 256)."""
+    got: list[mqlite.Message] = []
+    while len(got) < n and (page := mq.receive(Q, max_messages=min(256, n - len(got)))):
+        got += page
+    return got
+
+
 def populate(mq: mqlite.EmbeddedClient, n: int) -> Expected:
     """``n`` messages per state (and as many outbox rows)."""
     exp = Expected()
@@ -65,17 +73,17 @@ def populate(mq: mqlite.EmbeddedClient, n: int) -> Expected:
 
     # Claims take the oldest active first, so each state is built before the next is sent.
     sent("deferred", "deferred", n)
-    for m in mq.receive(Q, max_messages=n):
+    for m in claim(mq, n):
         mq.defer(Q, m.seq_number, m.lock_token)
     sent("dead", "dead_lettered", n)
-    for m in mq.receive(Q, max_messages=n):
+    for m in claim(mq, n):
         mq.reject(Q, m.seq_number, m.lock_token, "drill-poison", "rejected by the restore drill")
     sent("at-bound", "dead_lettered", n)
-    for m in mq.receive(Q, max_messages=n):
+    for m in claim(mq, n):
         mq.abandon(Q, m.seq_number, m.lock_token)
-    exp.recovered_dlq = {m.seq_number for m in mq.receive(Q, max_messages=n)}  # 2nd delivery
+    exp.recovered_dlq = {m.seq_number for m in claim(mq, n)}  # 2nd delivery
     sent("leased", "active", n)
-    exp.recovered_active = {m.seq_number for m in mq.receive(Q, max_messages=n)}
+    exp.recovered_active = {m.seq_number for m in claim(mq, n)}
     done = sent("completed", "completed", 1)
     m = mq.receive(Q, max_messages=1)[0]
     assert m.seq_number == done[0]

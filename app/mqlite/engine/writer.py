@@ -212,6 +212,14 @@ class Writer:
         if len(batch) == 1:  # no outer transaction needed: the call commits its own
             batch[0].invoke(self.translate)
             return
+        alone = [c for c in batch if getattr(c.fn, "outside_transaction", False)]
+        if alone:  # a checkpoint or vacuum: after the batch, with no transaction open
+            rest = [c for c in batch if c not in alone]
+            if rest:
+                self._execute(rest)
+            for call in alone:
+                call.invoke(self.translate)
+            return
         try:
             with self._store.transaction(batch=True):  # not an operation of its own
                 for i, call in enumerate(batch, 1):
