@@ -1,30 +1,11 @@
 """The drills tier: ops/drills/* run as operator tools (real processes, real files), and
-their check functions fed broken evidence. ``drill(...)`` runs one drill with --json."""
+their check functions fed broken evidence (helpers in drills_support.py). The drills'
+modules import each other by bare name, so ops/drills goes on sys.path here, before any
+test module of this directory is imported."""
 
 from __future__ import annotations
 
-import json
-import subprocess
 import sys
 from pathlib import Path
-from typing import Any
 
-DRILLS = Path(__file__).resolve().parents[2] / "ops" / "drills"
-sys.path.insert(0, str(DRILLS))
-
-
-def drill(name: str, *args: str, timeout: float = 300) -> tuple[int, dict[str, Any], str]:
-    """(exit status, the JSON report, stderr's progress lines)."""
-    done = subprocess.run(
-        [sys.executable, str(DRILLS / name), "--json", *args],
-        capture_output=True,
-        text=True,
-        timeout=timeout,
-        check=False,
-    )
-    report = json.loads(done.stdout) if done.stdout.strip() else {}
-    return done.returncode, report, done.stderr
-
-
-def checks(report: dict[str, Any]) -> dict[str, bool]:
-    return {c["name"]: c["ok"] for c in report["checks"]}
+sys.path.insert(0, str(Path(__file__).resolve().parents[2] / "ops" / "drills"))

@@ -4,7 +4,7 @@ issue 13 (docs/operations.md "Drills")."""
 
 from __future__ import annotations
 
-from conftest import checks, drill
+from drills_support import checks, drill
 
 
 def test_restore_drill_quick_passes_with_rto_rpo_and_every_check() -> None:

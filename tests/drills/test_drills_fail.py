@@ -16,9 +16,9 @@ import restore_checks
 import restore_drill
 import restore_populate
 import soak_drill
+from drills_support import checks, drill
 
 import mqlite
-from conftest import checks, drill
 
 
 def crashed_db(tmp_path: Path, point: str = "random") -> tuple[Path, crash_drill.Ledger, int]:
