@@ -171,6 +171,9 @@ class Settings:
     token_generated: bool = False
     monitor_tokens: tuple[str, ...] = ()
     metrics: bool = False
+    # The static console at /ui (api-reference "Open endpoints"); off = headless: /ui 404s
+    # and the discovery card omits ``ui``.
+    ui: bool = True
     cors: str | None = None
     dlq_max_age_ms: int = DEFAULT_DLQ_MAX_AGE_MS
     dlq_max_count: int = DEFAULT_DLQ_MAX_COUNT
@@ -247,6 +250,7 @@ class Settings:
             token_generated=generated,
             monitor_tokens=monitor,
             metrics=metrics,
+            ui=_flag(environ, "MQLITE_UI", True),
             cors=cors,
             dlq_max_age_ms=age if retention else 0,
             dlq_max_count=count if retention else 0,
