@@ -184,6 +184,9 @@ class Settings:
     disk_floor_bytes: int = defaults.DISK_FLOOR_BYTES
     disk_reserve_bytes: int = defaults.DISK_RESERVE_BYTES
     diagnostic_log: str = ""  # "" = off; else the private diagnostic JSONL file
+    # Test-only (engine/killpoints.py): a kill point spec, served only with test_hooks on.
+    test_kill_point: str = ""
+    test_hooks: bool = False
 
     @property
     def auth(self) -> bool:
@@ -263,6 +266,8 @@ class Settings:
                 environ, "MQLITE_DISK_RESERVE_BYTES", defaults.DISK_RESERVE_BYTES, minimum=0
             ),
             diagnostic_log=environ.get("MQLITE_DIAGNOSTIC_LOG", "").strip(),
+            test_kill_point=environ.get("MQLITE_TEST_KILL_POINT", "").strip(),
+            test_hooks=_flag(environ, "MQLITE_TEST_HOOKS", False),
         )
 
     def with_flags(
@@ -296,3 +301,8 @@ class Settings:
             )
         if self.metrics and not self.auth:
             raise ConfigError("MQLITE_METRICS/--metrics requires auth (MQLITE_TOKENS is off)")
+        if self.test_kill_point and not self.test_hooks:
+            raise ConfigError(
+                "MQLITE_TEST_KILL_POINT arms a test-only hook that SIGKILLs the broker: "
+                "refusing to serve (a crash drill sets MQLITE_TEST_HOOKS=on as well)"
+            )
