@@ -106,6 +106,7 @@ class BrokerApp:
             max_message_bytes=s.max_message_bytes,
             dlq_defaults=DLQBounds(s.dlq_max_age_ms, s.dlq_max_count, s.dlq_max_bytes),
             disk=DiskLimits(s.disk_floor_bytes, s.disk_reserve_bytes),
+            checkpoint=s.checkpoint,
         )
         self.runtime = Runtime(engine)
         self.started_ms = engine.now_ms()
