@@ -32,6 +32,7 @@ from moto.server import ThreadedMotoServer
 TOKEN = "mqk_replication_" + "r" * 32
 KEY_ID, SECRET = "AKIDREPLICATIONTEST", "s3cr3t/with$dollar+and=signs"
 T = TypeVar("T")
+STARTED: list[subprocess.Popen[bytes]] = []  # killed (process group) after each test
 
 
 def free_port() -> int:
@@ -255,6 +256,7 @@ def start_broker(env: dict[str, str], data: Path, log: Path) -> Broker:
             stderr=subprocess.STDOUT,
             start_new_session=True,
         )
+    STARTED.append(proc)
     url = f"http://127.0.0.1:{port}"
     http = httpx.Client(base_url=url, headers={"Authorization": f"Bearer {TOKEN}"}, timeout=30)
     broker = Broker(proc, url, data, log, http)
@@ -280,3 +282,13 @@ def litestream_list(socket_path: str) -> dict[str, Any]:
     body = raw.split(b"\r\n\r\n", 1)[1]
     out: dict[str, Any] = json.loads(body)
     return out
+
+
+def kill_started() -> None:
+    """SIGKILL every process group a test started and left running (a failed test)."""
+    while STARTED:
+        proc = STARTED.pop()
+        if proc.poll() is None:
+            with contextlib.suppress(ProcessLookupError):
+                os.killpg(proc.pid, signal.SIGKILL)
+            proc.wait(10)

@@ -11,6 +11,7 @@ import asyncio
 import contextlib
 import dataclasses
 import json
+import os
 import logging
 from collections.abc import AsyncIterator
 from typing import Any
@@ -33,6 +34,7 @@ from mqlite.server.intake import Intake
 from mqlite.server.logging import AccessLogMiddleware, configure
 from mqlite.server.logging import stop as stop_logging
 from mqlite.server.rpc import RpcDispatcher
+from mqlite.server.replication import ReplicationProbe
 from mqlite.server.runtime import Runtime
 from mqlite.types import AccessKey
 from mqlite.version import VERSION as __version__
@@ -58,6 +60,7 @@ class BrokerApp:
         self._clock = clock
         self.runtime: Runtime | None = None
         self.http_metrics = HttpMeasurements(r.name for r in wire.ROUTES)
+        self.replication: ReplicationProbe | None = None
         self.intake = Intake()
         self.authenticator = auth.Authenticator(
             settings.tokens, settings.monitor_tokens, self._lookup_key, self._key_refusal
@@ -109,6 +112,9 @@ class BrokerApp:
             checkpoint=s.checkpoint,
         )
         self.runtime = Runtime(engine)
+        self.replication = ReplicationProbe.from_env(
+            os.environ, engine.store.location.path, engine.now_ms
+        )
         self.started_ms = engine.now_ms()
         scheduler = MaintenanceScheduler(engine)
         scheduler.start()  # marks the tasks it runs as enabled (engine.maintenance_runs)
@@ -142,7 +148,12 @@ class BrokerApp:
         caller's access."""
         assert self.runtime is not None
         observed = await asyncio.to_thread(self.runtime.engine.observe)
-        return dataclasses.replace(observed, access=access, http=self.http_metrics.snapshot())
+        extra: dict[str, Any] = {}
+        if self.replication is not None:  # Litestream's socket: off the event loop too
+            extra["replication"] = await asyncio.to_thread(self.replication.snapshot)
+        return dataclasses.replace(
+            observed, access=access, http=self.http_metrics.snapshot(), **extra
+        )
 
     # -- open endpoints -------------------------------------------------------------------
 
