@@ -1,5 +1,6 @@
-"""ops/metric-contract.json itself: the 32 canonical families of the spec plus the 3 of replication (issue #19), counter and
-histogram naming, and the vocabularies that must follow the code base."""
+"""ops/metric-contract.json itself: the 32 canonical families of the spec and the 3 of
+replication (issue #19), counter and histogram naming, and the vocabularies that must
+follow the code base."""
 
 from __future__ import annotations
 

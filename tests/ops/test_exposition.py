@@ -19,8 +19,8 @@ from prometheus_client.parser import text_string_to_metric_families
 from mqlite import wire
 from mqlite.clock import FakeClock
 from mqlite.engine import Engine
-from mqlite.engine.observation import REPLICATION_DISABLED, Replication
 from mqlite.engine.measured_store import MeasuredStore
+from mqlite.engine.observation import REPLICATION_DISABLED, Replication
 from mqlite.server import metrics
 from mqlite.server.http_metrics import HttpMeasurements
 from mqlite.types import OutMessage

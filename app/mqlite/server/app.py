@@ -11,8 +11,8 @@ import asyncio
 import contextlib
 import dataclasses
 import json
-import os
 import logging
+import os
 from collections.abc import AsyncIterator
 from typing import Any
 
@@ -33,8 +33,8 @@ from mqlite.server.http_metrics import HttpMeasurements
 from mqlite.server.intake import Intake
 from mqlite.server.logging import AccessLogMiddleware, configure
 from mqlite.server.logging import stop as stop_logging
-from mqlite.server.rpc import RpcDispatcher
 from mqlite.server.replication import ReplicationProbe
+from mqlite.server.rpc import RpcDispatcher
 from mqlite.server.runtime import Runtime
 from mqlite.types import AccessKey
 from mqlite.version import VERSION as __version__
