@@ -19,6 +19,7 @@ from replication_support import (
     KEY_ID,
     S3,
     SECRET,
+    TOKEN,
     Broker,
     litestream_list,
     replica_env,
@@ -28,6 +29,10 @@ from replication_support import (
 )
 
 from mqlite.clock import SystemClock
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "ops"))
+from ops_support import ensure_debian_tools
+from promstack import PromStack
 
 CLOCK = SystemClock()
 LITESTREAM = str(Path(sys.executable).parent / "litestream")
@@ -173,28 +178,50 @@ def _lag(broker: Broker) -> float:
     return float("inf") if rep["state"] != "available" else float(rep["lag_seconds"])
 
 
-def test_an_s3_outage_of_30_s_raises_the_lag_and_heals(s3: S3, tmp_path: Path) -> None:
-    """S3 unreachable for 30 s: the broker keeps acknowledging sends, the lag (Observe,
-    /metrics) climbs past what MQLiteReplicationLagging's short-for copy would fire on,
-    then falls back once S3 answers; the messages of the outage reach the replica."""
+def test_an_s3_outage_of_30_s_raises_the_lag_fires_the_alert_and_heals(
+    s3: S3, tmp_path: Path
+) -> None:
+    """S3 unreachable for 30 s: the broker keeps acknowledging sends; the lag (Observe,
+    /metrics) climbs; a real Prometheus with the shipped rules (``for:`` cut to 1 s) fires
+    MQLiteReplicationLagging and Alertmanager delivers it; once S3 answers the lag falls
+    back, the alert resolves, and the messages of the outage reach the replica."""
+    ensure_debian_tools()
     data, log = tmp_path / "data", tmp_path / "broker.log"
     env = replica_env(s3, data, tmp_path / "run", "outage")
     broker = start_broker(env, data, log)
     broker.rpc("AdminService/CreateQueue", {"name": "q"})
     wait_for("a first sync", lambda: _lag(broker) < 3)
-    s3.relay.cut()
-    cut_at = time.monotonic()
-    sent: list[str] = []
-    while time.monotonic() - cut_at < 30:
-        batch = [f"during-{len(sent) + i:05d}" for i in range(10)]
-        broker.send("q", batch)  # acknowledged: the broker does not wait for S3
-        sent += batch
-        time.sleep(0.2)
-    peak = _lag(broker)
-    s3.relay.restore()
-    healed = wait_for("the lag to fall back", lambda: _lag(broker) < 3 and time.monotonic(), 60)
-    recovery_s = healed - cut_at - 30
-    print(f"S3 away 30 s: lag peaked at {peak:.1f} s, back under 3 s {recovery_s:.1f} s later")
+    (tmp_path / "prom").mkdir()
+    target = broker.url.removeprefix("http://")
+    with PromStack(tmp_path / "prom", target=target, token=TOKEN) as stack:
+        stack.prometheus.wait_target("mqlite", "up")
+        assert stack.prometheus.alerts("MQLiteReplicationLagging") == []
+        s3.relay.cut()
+        cut_at = time.monotonic()
+        sent: list[str] = []
+        while time.monotonic() - cut_at < 30:
+            batch = [f"during-{len(sent) + i:05d}" for i in range(10)]
+            broker.send("q", batch)  # acknowledged: the broker does not wait for S3
+            sent += batch
+            time.sleep(0.2)
+        peak = _lag(broker)
+        (firing,) = stack.prometheus.wait_alert("MQLiteReplicationLagging", "firing", 15)
+        assert firing["labels"]["severity"] == "critical"
+        stack.sink.wait_for(
+            lambda p: (
+                p["status"] == "firing"
+                and any(a["labels"]["alertname"] == "MQLiteReplicationLagging" for a in p["alerts"])
+            )
+        )
+        fired_after = time.monotonic() - cut_at
+        s3.relay.restore()
+        healed = wait_for("the lag to fall back", lambda: _lag(broker) < 3 and time.monotonic(), 60)
+        stack.prometheus.wait_alert("MQLiteReplicationLagging", None, 20)
+    recovery_s = healed - cut_at - fired_after
+    print(
+        f"S3 away {fired_after:.0f} s: lag peaked at {peak:.1f} s, alert firing and delivered "
+        f"within {fired_after:.0f} s; lag under 3 s {recovery_s:.1f} s after S3 returned"
+    )
     assert peak > 25
     # The lag reads healthy again before the backlog of the outage is on S3 (measured:
     # the first sync after it took ~11 s); `litestream sync -wait` waits for the replica.
