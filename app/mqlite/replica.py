@@ -37,6 +37,9 @@ SOCKET_VAR = "MQLITE_REPLICA_SOCKET"
 # needs none of them, and the two secrets must not reach it.
 SECRET_VARS = ("MQLITE_REPLICA_ACCESS_KEY_ID", "MQLITE_REPLICA_SECRET_ACCESS_KEY")
 DEFAULT_SYNC_INTERVAL = "1s"
+# The broker drains within 10 s (serve.GRACEFUL_TIMEOUT_S) and every supervisor waits 15 s
+# (tests/ops/test_drift.py): the final sync gets what is left, 4 s.
+SHUTDOWN_SYNC_TIMEOUT = "4s"
 MAX_SOCKET_PATH = 100  # sun_path holds 108 bytes on Linux, 104 on BSDs
 MAX_FIELD = 1024  # an endpoint, bucket, path or key longer than this is a mistake
 
@@ -152,7 +155,17 @@ def config_text(replica: Replica, socket_path: str) -> str:
     doc = {
         "logging": {"type": "json", "level": "info"},  # the broker's stderr is JSON lines
         "socket": {"enabled": True, "path": socket_path},
-        "dbs": [{"path": replica.db_path, "busy-timeout": "5s", "replica": target}],
+        "dbs": [
+            {
+                "path": replica.db_path,
+                "busy-timeout": "5s",
+                # On SIGTERM, after the broker's drain: keep syncing until the replica has
+                # everything, for at most this long (the default ships nothing at exit).
+                "shutdown-sync-timeout": SHUTDOWN_SYNC_TIMEOUT,
+                "shutdown-sync-interval": "250ms",
+                "replica": target,
+            }
+        ],
     }
     return json.dumps(doc, indent=2) + "\n"
 

@@ -104,17 +104,41 @@ def _tree(pid: int) -> list[int]:
     return [pid] + [p for c in kids for p in _tree(int(c))]
 
 
-def test_a_volume_with_a_database_is_not_restored_over(s3: S3, tmp_path: Path) -> None:
-    """``-if-db-not-exists``: a restart on the same volume keeps its own newer file."""
+def test_sigterm_ships_the_last_writes_and_a_full_volume_is_not_restored_over(
+    s3: S3, tmp_path: Path
+) -> None:
+    """A graceful stop right after an acknowledged send (before any periodic sync) leaves
+    it on the replica: Litestream syncs after the broker's drain (shutdown-sync-timeout).
+    ``mqlite restore --from`` fetches it into an
+    empty directory; a restart on the same volume keeps its own file
+    (``-if-db-not-exists``)."""
     data, log = tmp_path / "data", tmp_path / "broker.log"
     env = replica_env(s3, data, tmp_path / "run", "kept")
     broker = start_broker(env, data, log)
     broker.rpc("AdminService/CreateQueue", {"name": "q"})
     broker.send("q", ["one"])
-    assert broker.stop() == 0
-    again = start_broker(env, data, log)
-    assert again.drain("q") == ["one"]
-    assert again.stop() == 0
+    assert broker.stop() == 0  # SIGTERM at once
+    cli = [sys.executable, "-m", "mqlite.cli.main", "restore", "--from", "s3://mqlite-replica/kept"]
+    target = tmp_path / "restored"
+    done = subprocess.run(
+        [*cli, "--data-dir", str(target)], env=env, capture_output=True, text=True, timeout=60
+    )
+    assert done.returncode == 0, (done.stderr, s3.objects("kept/"))
+    assert f"-> {target / 'mq.db'}: integrity ok" in done.stdout
+    conn = sqlite3.connect(target / "mq.db")
+    assert conn.execute("SELECT queue, count(*) FROM messages GROUP BY queue").fetchall() == [
+        ("q", 1)
+    ]
+    conn.close()
+    again = subprocess.run(
+        [*cli, "--data-dir", str(target)], env=env, capture_output=True, text=True, timeout=60
+    )
+    assert again.returncode == 1 and "not empty" in again.stderr
+    assert SECRET not in done.stdout + done.stderr + again.stderr
+
+    restarted = start_broker(env, data, log)
+    assert restarted.drain("q") == ["one"]
+    assert restarted.stop() == 0
     assert "restored the database" not in log.read_text()
 
 

@@ -11,6 +11,8 @@ and then ships the last WAL frames. The broker is this same ``mqlite serve`` com
 from __future__ import annotations
 
 import os
+import shutil
+import sqlite3
 import subprocess
 import sys
 import tempfile
@@ -66,3 +68,44 @@ def launch(
         os.execve(argv[0], argv, env)
     except OSError as exc:
         return f"cannot start litestream ({rep.litestream}): {exc.strerror or exc}"
+
+
+def restore_replica(environ: Mapping[str, str], url: str, data_dir: str) -> str:
+    """``mqlite restore --from s3://...``: the latest replicated state into ``data_dir``
+    (empty or new) as ``mq.db``, checked with ``integrity_check``; returns its path."""
+    from mqlite.cli.context import Failure
+
+    os.makedirs(data_dir, mode=0o700, exist_ok=True)
+    if os.listdir(data_dir):
+        raise Failure(f"{data_dir} is not empty: restore into an empty directory")
+    target = os.path.join(os.path.abspath(data_dir), "mq.db")
+    work = tempfile.mkdtemp(prefix="mqlite-restore-")
+    try:
+        rep = replica.from_env({**environ, replica.URL_VAR: url}, target)
+        config, _ = replica.write_config(rep, work)
+        env = replica.child_environ(environ, "")
+        done = subprocess.run(
+            replica.restore_argv(rep, config, output=target),
+            env=env,
+            timeout=RESTORE_TIMEOUT_S,
+            check=False,
+            capture_output=True,
+            text=True,
+        )
+    except ConfigError as exc:
+        raise Failure(exc.message) from None
+    except (OSError, subprocess.TimeoutExpired) as exc:
+        raise Failure(f"cannot restore from {url}: {exc}") from None
+    finally:
+        shutil.rmtree(work, ignore_errors=True)  # the config holds the credentials
+    if done.returncode != 0 or not os.path.exists(target):
+        tail = " ".join(done.stderr.split())[-300:]
+        raise Failure(f"restore from {url} failed (litestream exit {done.returncode}) {tail}")
+    conn = sqlite3.connect(f"file:{target}?mode=ro", uri=True)
+    try:
+        verdict = conn.execute("PRAGMA integrity_check").fetchone()[0]
+    finally:
+        conn.close()
+    if verdict != "ok":
+        raise Failure(f"the restored {target} fails integrity_check: {verdict}")
+    return target
