@@ -42,6 +42,7 @@ def test_the_configuration_names_the_file_bucket_path_endpoint_and_secrets(
     assert doc["socket"] == {"enabled": True, "path": sock}
     (db,) = doc["dbs"]
     assert db["path"] == "/data/mq.db"
+    assert db["shutdown-sync-timeout"] == "4s"  # the final sync fits the supervisors' 15 s
     assert db["replica"] == {
         "type": "s3",
         "bucket": "backups",
