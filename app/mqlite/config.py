@@ -102,6 +102,18 @@ def _token_list(raw: str, name: str) -> tuple[str, ...]:
     return tokens
 
 
+def checkpoint_from_env(environ: Mapping[str, str]) -> str:
+    """``MQLITE_CHECKPOINT`` (truncate | passive); passive by default under replication."""
+    replicated = bool(environ.get("MQLITE_REPLICA_URL", "").strip())
+    raw = environ.get("MQLITE_CHECKPOINT", "").strip().upper()
+    mode = raw or ("PASSIVE" if replicated else "TRUNCATE")
+    if mode not in ("TRUNCATE", "PASSIVE"):
+        raise ConfigError(f"MQLITE_CHECKPOINT={raw.lower()!r} is not truncate or passive")
+    if replicated and mode != "PASSIVE":
+        raise ConfigError("MQLITE_CHECKPOINT=truncate would block behind Litestream's reader")
+    return mode
+
+
 def read_secret(environ: Mapping[str, str], name: str, credential: str) -> tuple[str | None, str]:
     """``(value, source)`` of a secret: the variable ``name``, else the file named by
     ``name_FILE``, else systemd's ``$CREDENTIALS_DIRECTORY/credential``; ``source`` is what
@@ -187,6 +199,9 @@ class Settings:
     # Test-only (engine/killpoints.py): a kill point spec, served only with test_hooks on.
     test_kill_point: str = ""
     test_hooks: bool = False
+    # PASSIVE when Litestream replicates the file (MQLITE_REPLICA_URL, or MQLITE_CHECKPOINT
+    # for a Litestream run beside the broker): store.CHECKPOINT_MODES says why.
+    checkpoint: str = "TRUNCATE"
 
     @property
     def auth(self) -> bool:
@@ -268,6 +283,7 @@ class Settings:
             diagnostic_log=environ.get("MQLITE_DIAGNOSTIC_LOG", "").strip(),
             test_kill_point=environ.get("MQLITE_TEST_KILL_POINT", "").strip(),
             test_hooks=_flag(environ, "MQLITE_TEST_HOOKS", False),
+            checkpoint=checkpoint_from_env(environ),
         )
 
     def with_flags(

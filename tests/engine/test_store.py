@@ -276,3 +276,29 @@ def test_close_checkpoints_the_wal(db_path: Path) -> None:
     mq.close()
     wal = Path(str(db_path) + "-wal")
     assert not wal.exists() or wal.stat().st_size == 0
+
+
+def test_a_passive_checkpoint_does_not_wait_for_litestreams_reader(tmp_path: Path) -> None:
+    """Litestream holds a read transaction on the WAL; under replication the engine's
+    checkpoint (vacuum, reclaim, close) is PASSIVE and returns at once. TRUNCATE would
+    wait the whole busy timeout (5 s) and fail (store.CHECKPOINT_MODES)."""
+    import sqlite3
+    import time
+
+    from mqlite.engine import Engine
+
+    dsn = f"file:{tmp_path / 'r.db'}"
+    engine = Engine(dsn, checkpoint="PASSIVE")
+    try:
+        engine.create_queue("q")
+        reader = sqlite3.connect(tmp_path / "r.db", isolation_level=None)
+        reader.execute("BEGIN")
+        reader.execute("SELECT count(*) FROM sqlite_master").fetchone()  # a WAL snapshot
+        engine.create_queue("q2")  # a frame past the reader's snapshot
+        started = time.monotonic()
+        engine.checkpoint()
+        assert time.monotonic() - started < 1.0
+        reader.execute("COMMIT")
+        reader.close()
+    finally:
+        engine.close()

@@ -256,7 +256,9 @@ class AdminOps(EngineCore):
         if self.store.location.is_memory:
             return 0
         with self.store.connection() as conn:
-            return maintenance.reclaim_free_pages(conn, force=force)
+            return maintenance.reclaim_free_pages(
+                conn, force=force, checkpoint_sql=self.store.checkpoint_sql
+            )
 
     def reclaim_pass(self) -> int:
         """The maintenance task ``reclaim`` (inapplicable, so not run, in memory)."""
@@ -268,12 +270,13 @@ class AdminOps(EngineCore):
     @serialized
     @outside_transaction
     def checkpoint(self) -> int:
-        """Checkpoint the WAL into the database and truncate it; returns the footprint
-        (db + WAL + SHM) afterwards. File databases only (0 in memory)."""
+        """Checkpoint the WAL into the database and truncate it (PASSIVE under Litestream,
+        which resets the WAL itself); returns the footprint (db + WAL + SHM) afterwards.
+        File databases only (0 in memory)."""
         if not self.store.location.is_memory:
             with self.store.connection() as conn:
                 killpoints.reached("checkpoint")
-                conn.execute(maintenance.WAL_CHECKPOINT_TRUNCATE_SQL).fetchall()
+                conn.execute(self.store.checkpoint_sql).fetchall()
         return self.store.db_size_bytes()
 
     @serialized
@@ -284,9 +287,9 @@ class AdminOps(EngineCore):
         if self.store.location.is_memory:
             return
         with self.store.connection() as conn:
-            conn.execute(maintenance.WAL_CHECKPOINT_TRUNCATE_SQL).fetchall()
+            conn.execute(self.store.checkpoint_sql).fetchall()
             conn.execute(VACUUM_SQL)
-            conn.execute(maintenance.WAL_CHECKPOINT_TRUNCATE_SQL).fetchall()
+            conn.execute(self.store.checkpoint_sql).fetchall()
 
     def catch_up(self) -> None:
         """The time-driven passes once (leases, scheduled, TTL): what the loops would have

@@ -65,6 +65,7 @@ class EngineCore:
         max_message_bytes: int = defaults.MAX_MESSAGE_BYTES,
         dlq_defaults: DLQBounds | None = None,
         disk: DiskLimits | None = None,
+        checkpoint: str = "TRUNCATE",
     ) -> None:
         if max_message_bytes <= 0:
             raise errors.InvalidArgument("max_message_bytes must be positive")
@@ -84,7 +85,7 @@ class EngineCore:
             self.disk = DiskGuard(path, disk or DiskLimits(), self.clock.monotonic_ms)
             self.disk.open_on_a_full_disk()  # the WAL and -shm must fit before opening
         try:
-            self.store = MeasuredStore(dsn, sync=sync, ops=self.storage_ops)
+            self.store = MeasuredStore(dsn, sync=sync, ops=self.storage_ops, checkpoint=checkpoint)
         except sqlite3.Error as exc:
             raise translate(exc) from exc
         try:

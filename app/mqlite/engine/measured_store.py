@@ -34,9 +34,11 @@ from mqlite.engine.store import Store
 class MeasuredStore(Store):
     fault: ClassVar[Callable[[str], None] | None] = None
 
-    def __init__(self, dsn: str, *, sync: str | None, ops: StorageOps) -> None:
+    def __init__(
+        self, dsn: str, *, sync: str | None, ops: StorageOps, checkpoint: str = "TRUNCATE"
+    ) -> None:
         self.ops = ops
-        super().__init__(dsn, sync=sync)
+        super().__init__(dsn, sync=sync, checkpoint=checkpoint)
 
     def transaction(self, *, batch: bool = False) -> _MeasuredTransaction:  # type: ignore[override]
         return _MeasuredTransaction(self, batch)

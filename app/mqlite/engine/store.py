@@ -91,6 +91,23 @@ def parse_dsn(dsn: str) -> Location:
     return Location(os.path.realpath(os.path.abspath(os.path.expanduser(text))))
 
 
+# How the engine checkpoints the WAL. TRUNCATE (the default) folds the WAL back into the
+# file and empties it. PASSIVE for a database replicated by Litestream (docs/replication.md):
+# Litestream holds a read transaction to own the WAL's lifetime, so a TRUNCATE (or FULL,
+# RESTART) never completes while it runs -- it blocks the one writer for the whole busy
+# timeout and fails. PASSIVE copies what it can without waiting and leaves the WAL's
+# reset to Litestream's own checkpoints. SQLite's automatic checkpoint is PASSIVE already.
+CHECKPOINT_MODES = ("TRUNCATE", "PASSIVE")
+
+
+def checkpoint_sql(mode: str) -> str:
+    if mode not in CHECKPOINT_MODES:
+        raise errors.InvalidArgument(
+            f"checkpoint mode must be one of {', '.join(CHECKPOINT_MODES)}, got {mode!r}"
+        )
+    return f"PRAGMA wal_checkpoint({mode})"
+
+
 def parse_sync(value: str | None) -> str:
     mode = (value or defaults.DEFAULT_SYNC).strip().upper()
     if mode not in defaults.SYNC_MODES:
@@ -126,6 +143,7 @@ class Store:
         *,
         sync: str | None = None,
         busy_timeout_ms: int = defaults.BUSY_TIMEOUT_MS,
+        checkpoint: str = "TRUNCATE",
     ) -> None:
         if sqlite3.sqlite_version_info < MIN_SQLITE:
             raise errors.UnsupportedSQLite(
@@ -133,6 +151,7 @@ class Store:
             )
         self.location = parse_dsn(dsn)
         self.sync = parse_sync(sync)
+        self.checkpoint_sql = checkpoint_sql(checkpoint)
         self.lock = threading.RLock()  # the writer token (see writer.py)
         self._tx = _TxState()
         self._file_lock: DatabaseLock | None = None
@@ -270,7 +289,7 @@ class Store:
                 if self.location.path is not None:
                     # Closing must not fail on a busy checkpoint; the WAL stays valid.
                     with contextlib.suppress(sqlite3.Error):
-                        self.conn.execute("PRAGMA wal_checkpoint(TRUNCATE)")
+                        self.conn.execute(self.checkpoint_sql)
                 self.conn.close()
             finally:
                 self._release_file_lock()

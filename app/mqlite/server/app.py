@@ -13,6 +13,7 @@ import contextlib
 import dataclasses
 import json
 import logging
+import os
 from collections.abc import AsyncIterator
 from typing import Any
 
@@ -33,6 +34,7 @@ from mqlite.server.http_metrics import HttpMeasurements
 from mqlite.server.intake import Intake
 from mqlite.server.logging import AccessLogMiddleware, configure
 from mqlite.server.logging import stop as stop_logging
+from mqlite.server.replication import ReplicationProbe
 from mqlite.server.rpc import RpcDispatcher
 from mqlite.server.runtime import Runtime
 from mqlite.server.ui import Console
@@ -60,6 +62,7 @@ class BrokerApp:
         self._clock = clock
         self.runtime: Runtime | None = None
         self.http_metrics = HttpMeasurements(r.name for r in wire.ROUTES)
+        self.replication: ReplicationProbe | None = None
         self.intake = Intake()
         self.authenticator = auth.Authenticator(
             settings.tokens, settings.monitor_tokens, self._lookup_key, self._key_refusal
@@ -112,8 +115,12 @@ class BrokerApp:
             max_message_bytes=s.max_message_bytes,
             dlq_defaults=DLQBounds(s.dlq_max_age_ms, s.dlq_max_count, s.dlq_max_bytes),
             disk=DiskLimits(s.disk_floor_bytes, s.disk_reserve_bytes),
+            checkpoint=s.checkpoint,
         )
         self.runtime = Runtime(engine)
+        self.replication = ReplicationProbe.from_env(
+            os.environ, engine.store.location.path, engine.now_ms
+        )
         self.started_ms = engine.now_ms()
         scheduler = MaintenanceScheduler(engine)
         scheduler.start()  # marks the tasks it runs as enabled (engine.maintenance_runs)
@@ -147,7 +154,12 @@ class BrokerApp:
         caller's access."""
         assert self.runtime is not None
         observed = await asyncio.to_thread(self.runtime.engine.observe)
-        return dataclasses.replace(observed, access=access, http=self.http_metrics.snapshot())
+        extra: dict[str, Any] = {}
+        if self.replication is not None:  # Litestream's socket: off the event loop too
+            extra["replication"] = await asyncio.to_thread(self.replication.snapshot)
+        return dataclasses.replace(
+            observed, access=access, http=self.http_metrics.snapshot(), **extra
+        )
 
     # -- open endpoints -------------------------------------------------------------------
 

@@ -112,6 +112,11 @@ def refuse(message: str) -> int:
     return 1
 
 
+def note(message: str) -> None:
+    """One informational JSON line on stdout (the replica launcher's restore notice)."""
+    jsonlog.write_line(sys.stdout, message)
+
+
 def banner(settings: Settings) -> None:
     """Startup lines on stdout, JSON like every other line; a generated token is printed
     here, once, in the ``token`` field (a log pipeline can drop that one field), and is
