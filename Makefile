@@ -77,10 +77,13 @@ lint: $(LINTERS)
 	$(VENV)/bin/lint-imports
 	$(PY) scripts/gen_sdk.py --check
 
+# The side-by-side suite (issue 17; docs/benchmarks.md): installs the peers it lacks
+# (tests/bench/suite/deps.sh), starts and stops them itself, regenerates the report.
+# BENCH_ARGS=--quick for a run under 2 minutes; --compare OLD.json prints every change.
+BENCH_ARGS ?=
 bench: $(RUNTIME)
-	$(PY) tests/bench/engine_bench.py
-	$(PY) tests/bench/topic_bench.py
-	$(PY) tests/bench/http_bench.py
+	tests/bench/suite/deps.sh $(VENV)
+	$(PY) tests/bench/suite/run.py $(BENCH_ARGS)
 
 clean:
 	rm -rf $(VENV) build *.egg-info .pytest_cache .mypy_cache .ruff_cache
