@@ -21,7 +21,7 @@ from pathlib import Path
 import probes
 from side import Side
 
-SCENARIOS = ("produce_1", "produce_64", "drain")
+SCENARIOS = ("produce_1", "produce_64", "drain", "e2e")
 BODY_SIZES = (64, 4096, 65536, 1 << 20)  # the body-size sweep: send_one + drain of each
 
 
@@ -69,6 +69,8 @@ def run_cell(side: Side, scenario: str, rep: int, n: int, body: bytes, tmp: Path
             lat = side.produce_1(n, body)
         elif scenario == "produce_64":
             lat = side.produce_64(n, body)
+        elif scenario == "e2e":
+            lat = side.e2e(n, body)
         elif scenario.startswith("deliver_"):
             lat = side.produce_1(n, body)
             side.drain(n)

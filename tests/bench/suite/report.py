@@ -22,6 +22,7 @@ TITLES = {
     "produce_1": "One producer, one acknowledged message at a time (256 B bodies)",
     "produce_64": "Batches of 64 messages, one acknowledgement per batch (256 B)",
     "drain": "Drain of a filled queue: receive up to 64, acknowledge each (256 B)",
+    "e2e": "One producer (single sends) and one consumer (batches of up to 64) at once (256 B)",
 }
 
 

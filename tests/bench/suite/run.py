@@ -26,6 +26,7 @@ import importlib.util
 import json
 import os
 import platform
+import signal
 import sqlite3
 import sys
 import tempfile
@@ -44,8 +45,8 @@ import sides_net  # noqa: E402
 REPO = HERE.parents[2]
 MODES = {  # messages per cell for produce_1 / produce_64 / drain, and per sweep cell (bytes)
     "tiny": {"one": 128, "batch": 256, "drain": 256, "sweep_bytes": 1 << 20, "reps": 2},
-    "quick": {"one": 1_024, "batch": 4_096, "drain": 4_096, "sweep_bytes": 8 << 20, "reps": 3},
-    "full": {"one": 8_192, "batch": 32_768, "drain": 32_768, "sweep_bytes": 64 << 20, "reps": 3},
+    "quick": {"one": 256, "batch": 1_024, "drain": 1_024, "sweep_bytes": 2 << 20, "reps": 3},
+    "full": {"one": 4_096, "batch": 16_384, "drain": 16_384, "sweep_bytes": 32 << 20, "reps": 3},
 }
 DEFAULT_SYSTEMS = [*sides_local.LOCAL, "mqlite-http-sdk", *servers.STARTERS]
 DEFAULT_SYSTEMS.remove("mqlite-http")  # the server behind mqlite-http-sdk, not a side
@@ -96,11 +97,10 @@ def plan(sides: list, mode: dict[str, int]) -> list[tuple[object, str, int, byte
     """One repetition's cells: every scenario, each over every system, order rotated."""
     out = []
     for scenario in cells.SCENARIOS:
+        group = [s for s in sides if scenario.startswith("produce") or not s.produce_only]
         if scenario == "produce_64":
-            group = [s for s in sides if s.batch]
-            n = mode["batch"]
-        else:
-            group, n = sides, mode["one" if scenario == "produce_1" else "drain"]
+            group = [s for s in group if s.batch]
+        n = mode["batch" if scenario == "produce_64" else "drain" if scenario == "drain" else "one"]
         out.append([(s, scenario, n, BODY) for s in group])
     for size in cells.BODY_SIZES:
         group = [s for s in sides if s.name in SWEEP_SYSTEMS]
@@ -172,6 +172,8 @@ def main(argv: list[str] | None = None) -> int:
         print(report.compare(json.loads(args.compare.read_text()),
                              json.loads(args.against.read_text())))  # fmt: skip
         return 0
+    # SIGTERM unwinds like Ctrl-C, so the servers started are stopped (run's finally).
+    signal.signal(signal.SIGTERM, lambda *_: sys.exit(143))
     data = run(args)
     args.out.write_text(json.dumps(data, indent=1) + "\n")
     plots = [] if args.no_plots else report.plots(data, args.img)

@@ -19,6 +19,7 @@ class Side:
     name = "?"
     batch = True  # offers a 64-message produce with one acknowledgement
     durability = ""  # one line for the report: what "acknowledged" means here
+    produce_only = False  # a variant of another side (FULL, properties): produce scenarios
 
     def open(self, workdir: Path, cell: str) -> None:
         """A fresh, empty queue (and, for embedded systems, a fresh database in workdir)."""
@@ -51,6 +52,11 @@ class Side:
         """Receive and acknowledge (settle) n messages, in batches where offered."""
         raise NotImplementedError
 
+    def e2e(self, n: int, body: bytes) -> None:
+        """One producer sending n single messages while one consumer receives and
+        acknowledges them (``pair``)."""
+        raise NotImplementedError
+
 
 def timed_each(n: int, op: object) -> list[float]:
     """Call ``op()`` n times; the latency of each call."""
@@ -62,3 +68,34 @@ def timed_each(n: int, op: object) -> list[float]:
         call()  # type: ignore[operator]
         lat.append(clock() - t0)
     return lat
+
+
+def pair(n: int, produce: object, consume_some: object, deadline_s: float = 300) -> None:
+    """The e2e shape: ``produce()`` on a thread (one producer sending n messages, one at a
+    time) while this thread calls ``consume_some()`` (one consumer: receive a batch,
+    acknowledge it, return how many) until n are consumed."""
+    import threading
+
+    errors: list[BaseException] = []
+
+    def producer() -> None:
+        try:
+            produce()  # type: ignore[operator]
+        except BaseException as exc:  # handed to the consumer's thread, raised there
+            errors.append(exc)
+
+    t = threading.Thread(target=producer, daemon=True)
+    t.start()
+    done, deadline = 0, time.monotonic() + deadline_s
+    while done < n:
+        if errors:
+            raise errors[0]
+        if time.monotonic() > deadline:
+            raise RuntimeError(f"e2e: consumed {done} of {n} in {deadline_s} s")
+        done += consume_some()  # type: ignore[operator]
+    t.join()
+    if errors:
+        raise errors[0]
+
+
+IDLE_S = 0.0005  # a consumer without a blocking receive naps this long on an empty queue

@@ -11,12 +11,13 @@ connection for the comparison at equal durability (litequeue sets NORMAL itself)
 from __future__ import annotations
 
 import secrets
+import sqlite3
 import sys
 import time
 from pathlib import Path
 from typing import Any
 
-from side import Side, timed_each
+from side import IDLE_S, Side, pair, timed_each
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))  # engine_bench.py
 
@@ -39,6 +40,7 @@ class MqliteEmbedded(Side):
         self.name = "mqlite" + ("" if sync == "NORMAL" else f"-{sync.lower()}")
         self.name += "-props" if props else ""
         self.durability = f"WAL, synchronous={sync}"
+        self.produce_only = sync != "NORMAL" or props
 
     def open(self, workdir: Path, cell: str) -> None:
         self.dir = workdir
@@ -75,6 +77,15 @@ class MqliteEmbedded(Side):
             assert all(r.ok for r in results)
             done += len(got)
 
+    def e2e(self, n: int, body: bytes) -> None:
+        def consume_some() -> int:
+            got = self.mq.receive(Q, max_messages=64, wait_ms=50)
+            if got:
+                self.mq.complete_batch(Q, [(m.seq_number, m.lock_token) for m in got])
+            return len(got)
+
+        pair(n, lambda: self.produce_1(n, body), consume_some)
+
 
 class RawSqlite(Side):
     """The engine's own statements on a database built from its schema.sql, no engine."""
@@ -86,6 +97,7 @@ class RawSqlite(Side):
         self.sync = sync
         self.name = "sqlite3" + ("" if sync == "NORMAL" else f"-{sync.lower()}")
         self.durability = f"WAL, synchronous={sync}"
+        self.produce_only = sync != "NORMAL"
 
     def open(self, workdir: Path, cell: str) -> None:
         self.dir = workdir
@@ -124,6 +136,28 @@ class RawSqlite(Side):
             self.raw.complete(pairs)
             done += len(pairs)
 
+    def e2e(self, n: int, body: bytes) -> None:
+        def produce() -> None:
+            con = sqlite3.connect(str(self.dir / "raw.db"), isolation_level=None)
+            for pragma in ("busy_timeout=5000", f"synchronous={self.sync}"):
+                con.execute(f"PRAGMA {pragma}")
+            for _ in range(n):
+                t = engine_bench.now_ms()
+                con.execute("BEGIN IMMEDIATE")
+                con.execute(engine_bench.INSERT_SQL, (Q, t, t, body))
+                con.execute("COMMIT")
+            con.close()
+
+        def consume_some() -> int:
+            pairs = self.raw.claim(64)
+            if pairs:
+                self.raw.complete(pairs)
+            else:
+                time.sleep(IDLE_S)
+            return len(pairs)
+
+        pair(n, produce, consume_some)
+
 
 class Huey(Side):
     """huey's SqliteStorage: the storage layer under its task queue (enqueue / dequeue;
@@ -154,6 +188,19 @@ class Huey(Side):
             if self.st.dequeue() is None:
                 raise RuntimeError(f"huey: empty after {i} of {n}")
 
+    def e2e(self, n: int, body: bytes) -> None:
+        def produce() -> None:  # huey's connections are per thread
+            self.st.conn.execute("PRAGMA synchronous=NORMAL")
+            self.produce_1(n, body)
+
+        def consume_some() -> int:
+            if self.st.dequeue() is None:
+                time.sleep(IDLE_S)
+                return 0
+            return 1
+
+        pair(n, produce, consume_some)
+
 
 class PersistQueue(Side):
     """persist-queue's SQLiteAckQueue: put, get (marks the row unacked), ack (marks it
@@ -167,7 +214,10 @@ class PersistQueue(Side):
         import persistqueue
 
         self.dir = workdir
-        self.q = persistqueue.SQLiteAckQueue(str(workdir / "pq"), auto_commit=True)
+        # multithreading: the e2e cell's producer shares it (the library then locks).
+        self.q = persistqueue.SQLiteAckQueue(
+            str(workdir / "pq"), auto_commit=True, multithreading=True
+        )
         for con in {id(c): c for c in (self.q._conn, self.q._putter)}.values():
             con.execute("PRAGMA synchronous=NORMAL")
 
@@ -184,6 +234,20 @@ class PersistQueue(Side):
         for _ in range(n):
             item = self.q.get(block=False)
             self.q.ack(item)
+
+    def e2e(self, n: int, body: bytes) -> None:
+        import persistqueue
+
+        def consume_some() -> int:
+            try:
+                item = self.q.get(block=False)
+            except persistqueue.Empty:
+                time.sleep(IDLE_S)
+                return 0
+            self.q.ack(item)
+            return 1
+
+        pair(n, lambda: self.produce_1(n, body), consume_some)
 
 
 class LiteQueue(Side):
@@ -215,6 +279,26 @@ class LiteQueue(Side):
             if msg is None:
                 raise RuntimeError(f"litequeue: empty after {i} of {n}")
             self.q.done(msg.message_id)
+
+    def e2e(self, n: int, body: bytes) -> None:
+        from litequeue import LiteQueue as LQ
+
+        def produce() -> None:  # its own connection, on its own thread
+            q = LQ(str(self.dir / "lq.db"))
+            text = body.hex()
+            for _ in range(n):
+                q.put(text)
+            q.close()
+
+        def consume_some() -> int:
+            msg = self.q.pop()
+            if msg is None:
+                time.sleep(IDLE_S)
+                return 0
+            self.q.done(msg.message_id)
+            return 1
+
+        pair(n, produce, consume_some)
 
 
 class MqliteHttpSdk(Side):
@@ -265,6 +349,22 @@ class MqliteHttpSdk(Side):
                 done += len(got)
         if done < n:
             raise RuntimeError(f"mqlite-http: drained {done} of {n}")
+
+    def e2e(self, n: int, body: bytes) -> None:
+        def produce() -> None:  # its own client (connection), as a separate producer has
+            client = mqlite.connect(f"http://127.0.0.1:{self.server.port}", self.server.token)
+            msg = OutMessage(body=body)
+            for _ in range(n):
+                client.send_one(self.queue, msg)
+            client.close()
+
+        def consume_some() -> int:
+            got = self.client.receive(self.queue, max_messages=64, wait_ms=50)
+            if got:
+                self.client.complete_batch(self.queue, [(m.seq_number, m.lock_token) for m in got])
+            return len(got)
+
+        pair(n, produce, consume_some)
 
 
 LOCAL = {

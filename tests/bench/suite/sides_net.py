@@ -20,7 +20,7 @@ import secrets
 from pathlib import Path
 from typing import Any
 
-from side import Side, timed_each
+from side import Side, pair, timed_each
 
 
 class RedisStreams(Side):
@@ -70,6 +70,25 @@ class RedisStreams(Side):
             ids = [entry_id for entry_id, _fields in got[0][1]]
             self.r.xack(self.key, "g", *ids)
             done += len(ids)
+
+    def e2e(self, n: int, body: bytes) -> None:
+        import redis
+
+        def produce() -> None:  # its own connection, as a separate producer has
+            r = redis.Redis(host="127.0.0.1", port=self.server.port)
+            for _ in range(n):
+                r.xadd(self.key, {"b": body})
+            r.close()
+
+        def consume_some() -> int:
+            got = self.r.xreadgroup("g", "c", {self.key: ">"}, count=64, block=50)
+            if not got:
+                return 0
+            ids = [entry_id for entry_id, _fields in got[0][1]]
+            self.r.xack(self.key, "g", *ids)
+            return len(ids)
+
+        pair(n, produce, consume_some)
 
 
 class RabbitMq(Side):
@@ -142,6 +161,33 @@ class RabbitMq(Side):
 
         self._run(asyncio.wait_for(go(), 300))
 
+    def e2e(self, n: int, body: bytes) -> None:
+        """Producer and consumer as two tasks on one loop (one connection, two channels:
+        the consumer's channel has no publisher confirms)."""
+        ex, key = self.ch.default_exchange, self.q.name
+
+        async def produce() -> None:
+            for _ in range(n):
+                await ex.publish(self._message(body), routing_key=key)
+
+        async def consume() -> None:
+            ch = await self.conn.channel()
+            await ch.set_qos(prefetch_count=64)
+            q = await ch.get_queue(key)
+            done = 0
+            async with q.iterator() as it:
+                async for message in it:
+                    await message.ack()
+                    done += 1
+                    if done >= n:
+                        break
+            await ch.close()
+
+        async def go() -> None:
+            await asyncio.gather(produce(), consume())
+
+        self._run(asyncio.wait_for(go(), 300))
+
 
 class NatsJetStream(Side):
     name = "nats-js"
@@ -202,6 +248,29 @@ class NatsJetStream(Side):
                 done += len(msgs)
 
         self._run(go())
+
+    def e2e(self, n: int, body: bytes) -> None:
+        import nats.errors
+
+        async def produce() -> None:
+            for _ in range(n):
+                await self.js.publish(self.subject, body)
+
+        async def consume() -> None:
+            done = 0
+            while done < n:
+                try:
+                    msgs = await self.sub.fetch(64, timeout=0.05)
+                except nats.errors.TimeoutError:
+                    continue
+                for m in msgs:
+                    await m.ack()
+                done += len(msgs)
+
+        async def go() -> None:
+            await asyncio.gather(produce(), consume())
+
+        self._run(asyncio.wait_for(go(), 300))
 
 
 def net_side(server: Any) -> Side:
