@@ -36,7 +36,7 @@ class Result:
     rate: float  # messages per second
     client_cpu_us: float  # per message
     broker_cpu_us: float | None  # per message; None for embedded systems
-    client_peak_rss_kb: int
+    client_peak_rss_kb: int | None
     broker_peak_rss_kb: int | None
     written_b: float  # bytes sent to storage per message, every process involved
     db_b: float | None  # growth of the data directory per message (produce scenarios)

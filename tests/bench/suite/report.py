@@ -22,6 +22,9 @@ TITLES = {
     "produce_1": "One producer, one acknowledged message at a time (256 B bodies)",
     "produce_64": "Batches of 64 messages, one acknowledgement per batch (256 B)",
     "drain": "Drain of a filled queue: receive up to 64, acknowledge each (256 B)",
+    "http_send_c8": "mqlite serve under wrk: Send of 1 message, 8 connections (256 B)",
+    "http_send_c32": "mqlite serve under wrk: Send of 1 message, 32 connections (256 B)",
+    "http_batch64_c32": "mqlite serve under wrk: Send of 64 messages, 32 connections (256 B)",
     "e2e": "One producer (single sends) and one consumer (batches of up to 64) at once (256 B)",
 }
 
@@ -115,9 +118,12 @@ def markdown(data: dict[str, Any], plots: list[Path], docs_dir: Path) -> str:
         "Columns: throughput median over the repetitions with min–max; the ratio of "
         "mqlite's embedded throughput to the row's (above 1: mqlite is faster); CPU time per "
         "message of this process (the client, and for embedded systems the whole engine) "
-        "and of the broker's processes; peak RSS during the cell; bytes sent to storage "
+        "and of the broker's processes (wrk's for the wrk tables); peak RSS during the cell "
+        f"(the client's is the whole harness process, {meta.get('harness_rss_kb', 0) / 1024:.0f} "
+        "MB before the first cell with every client library imported); bytes sent to storage "
         "per message by every process (`/proc/<pid>/io` `write_bytes`, WAL and journals "
-        "included); growth of the data directory per message; per-message latency.",
+        "included); growth of the data directory per message (a long-running server that "
+        "reuses its WAL shows 0); per-message latency.",
         "",
     ]
     for scenario, title in TITLES.items():

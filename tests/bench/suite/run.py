@@ -37,6 +37,8 @@ HERE = Path(__file__).resolve().parent
 sys.path.insert(0, str(HERE))
 
 import cells  # noqa: E402
+import httpload  # noqa: E402
+import probes  # noqa: E402
 import report  # noqa: E402
 import servers  # noqa: E402
 import sides_local  # noqa: E402
@@ -44,11 +46,26 @@ import sides_net  # noqa: E402
 
 REPO = HERE.parents[2]
 MODES = {  # messages per cell for produce_1 / produce_64 / drain, and per sweep cell (bytes)
-    "tiny": {"one": 128, "batch": 256, "drain": 256, "sweep_bytes": 1 << 20, "reps": 2},
-    "quick": {"one": 256, "batch": 1_024, "drain": 1_024, "sweep_bytes": 2 << 20, "reps": 3},
-    "full": {"one": 4_096, "batch": 16_384, "drain": 16_384, "sweep_bytes": 32 << 20, "reps": 3},
+    "tiny": {"one": 128, "batch": 256, "drain": 256, "sweep_bytes": 1 << 20, "reps": 2, "wrk_s": 1},
+    "quick": {
+        "one": 256,
+        "batch": 1_024,
+        "drain": 1_024,
+        "sweep_bytes": 2 << 20,
+        "reps": 3,
+        "wrk_s": 1,
+    },
+    "full": {
+        "one": 2_048,
+        "batch": 8_192,
+        "drain": 8_192,
+        "sweep_bytes": 16 << 20,
+        "reps": 3,
+        "wrk_s": 3,
+    },
 }
-DEFAULT_SYSTEMS = [*sides_local.LOCAL, "mqlite-http-sdk", *servers.STARTERS]
+WRK = "mqlite-http-wrk"
+DEFAULT_SYSTEMS = [*sides_local.LOCAL, "mqlite-http-sdk", WRK, *servers.STARTERS]
 DEFAULT_SYSTEMS.remove("mqlite-http")  # the server behind mqlite-http-sdk, not a side
 SWEEP_SYSTEMS = ("mqlite", "sqlite3")
 BODY = bytes(range(256))
@@ -72,22 +89,26 @@ def start_sides(names: list[str], tmp: Path) -> tuple[list, list, dict[str, str]
                 continue
             sides.append(sides_local.LOCAL[name]())
             continue
-        server_name = "mqlite-http" if name == "mqlite-http-sdk" else name
+        server_name = "mqlite-http" if name.startswith("mqlite-http-") else name
         if server_name not in servers.STARTERS:
             raise SystemExit(f"unknown system {name!r}; known: {', '.join(DEFAULT_SYSTEMS)}")
-        why = servers.missing(server_name)
+        why = servers.missing(server_name) or (httpload.missing() if name == WRK else None)
         if why:
             absent[name] = why
             continue
-        try:
-            server = servers.STARTERS[server_name](tmp)
-        except (RuntimeError, OSError) as exc:
-            absent[name] = f"did not start: {str(exc).splitlines()[0]}"
-            continue
-        started.append(server)
-        print(f"bench: started {server.name} on port {server.port}", file=sys.stderr)
+        server = next((s for s in started if s.name == server_name), None)
+        if server is None:
+            try:
+                server = servers.STARTERS[server_name](tmp)
+            except (RuntimeError, OSError) as exc:
+                absent[name] = f"did not start: {str(exc).splitlines()[0]}"
+                continue
+            started.append(server)
+            print(f"bench: started {server.name} on port {server.port}", file=sys.stderr)
         if name == "mqlite-http-sdk":
             sides.append(sides_local.MqliteHttpSdk(server))
+        elif name == WRK:
+            sides.append(httpload.WrkSide(server))
         else:
             sides.append(sides_net.net_side(server))
     return sides, started, absent
@@ -96,6 +117,8 @@ def start_sides(names: list[str], tmp: Path) -> tuple[list, list, dict[str, str]
 def plan(sides: list, mode: dict[str, int]) -> list[tuple[object, str, int, bytes]]:
     """One repetition's cells: every scenario, each over every system, order rotated."""
     out = []
+    wrk = [s for s in sides if isinstance(s, httpload.WrkSide)]
+    sides = [s for s in sides if s not in wrk]
     for scenario in cells.SCENARIOS:
         group = [s for s in sides if scenario.startswith("produce") or not s.produce_only]
         if scenario == "produce_64":
@@ -106,6 +129,7 @@ def plan(sides: list, mode: dict[str, int]) -> list[tuple[object, str, int, byte
         group = [s for s in sides if s.name in SWEEP_SYSTEMS]
         n = max(8, min(mode["one"], mode["sweep_bytes"] // size))
         out.append([(s, f"deliver_{size}", n, b"\x5a" * size) for s in group])
+    out += [[(s, scenario, mode["wrk_s"], BODY) for s in wrk] for scenario in httpload.SCENARIOS]
     return out
 
 
@@ -116,13 +140,17 @@ def run(args: argparse.Namespace) -> dict[str, object]:
     with tempfile.TemporaryDirectory(prefix="mqbench-", dir=args.dir) as tmp_s:
         tmp = Path(tmp_s)
         sides, started, absent = start_sides(names, tmp)
+        harness_rss_kb = probes.rss_kb([os.getpid()])
         load0, busy0, t0 = os.getloadavg(), host_ticks(), time.monotonic()
         try:
             for rep in range(mode["reps"]):
                 for group in plan(sides, mode):
                     k = rep % len(group) if group else 0
                     for side, scenario, n, body in group[k:] + group[:k]:
-                        r = cells.run_cell(side, scenario, rep, n, body, tmp)
+                        if scenario in httpload.SCENARIOS:  # n: seconds of load
+                            r = httpload.wrk_cell(side, scenario, rep, n, tmp)
+                        else:
+                            r = cells.run_cell(side, scenario, rep, n, body, tmp)
                         results.append(r.row())
                         print(f"bench: rep {rep} {scenario:<14} {side.name:<20} "
                               f"{r.rate:>10,.0f} msg/s", file=sys.stderr)  # fmt: skip
@@ -144,6 +172,7 @@ def run(args: argparse.Namespace) -> dict[str, object]:
             "loadavg_end": [round(x, 2) for x in load1],
             "host_busy_fraction": round(busy, 3),
             "bench_process_cpu_s": round(own.user + own.system, 1),
+            "harness_rss_kb": harness_rss_kb,
             "durability": {s.name: s.durability for s in sides},
             "unavailable": absent,
         },
