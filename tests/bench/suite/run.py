@@ -41,6 +41,7 @@ import httpload  # noqa: E402
 import probes  # noqa: E402
 import report  # noqa: E402
 import servers  # noqa: E402
+import sides_aio  # noqa: E402
 import sides_local  # noqa: E402
 import sides_net  # noqa: E402
 
@@ -65,7 +66,7 @@ MODES = {  # messages per cell for produce_1 / produce_64 / drain, and per sweep
     },
 }
 WRK = "mqlite-http-wrk"
-DEFAULT_SYSTEMS = [*sides_local.LOCAL, "mqlite-http-sdk", WRK, *servers.STARTERS]
+DEFAULT_SYSTEMS = [*sides_local.LOCAL, "mqlite-http-sdk", "mqlite-http-aio", WRK, *servers.STARTERS]
 DEFAULT_SYSTEMS.remove("mqlite-http")  # the server behind mqlite-http-sdk, not a side
 SWEEP_SYSTEMS = ("mqlite", "sqlite3")
 BODY = bytes(range(256))
@@ -107,6 +108,8 @@ def start_sides(names: list[str], tmp: Path) -> tuple[list, list, dict[str, str]
             print(f"bench: started {server.name} on port {server.port}", file=sys.stderr)
         if name == "mqlite-http-sdk":
             sides.append(sides_local.MqliteHttpSdk(server))
+        elif name == "mqlite-http-aio":
+            sides.append(sides_aio.MqliteHttpAio(server))
         elif name == WRK:
             sides.append(httpload.WrkSide(server))
         else:
