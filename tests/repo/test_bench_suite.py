@@ -50,6 +50,11 @@ def test_tiny_run_measures_every_scenario_and_regenerates_only_the_marked_sectio
     assert all(0 < c["p50_us"] <= c["p99_us"] for c in one)
     assert all(c["db_b"] > 0 for c in one if c["system"] != "mqlite-http-sdk")
 
+    # RSS of the harness and of every server it started, sampled across the whole run.
+    rss = data["rss_kb_over_run"]
+    assert set(rss) == {"harness", "mqlite-http"}
+    assert all(pts and all(kb > 0 for _t, kb in pts) for pts in rss.values())
+
     text = docs.read_text()
     assert text.startswith("# Benchmarks\n\nhand-written intro\n\n")
     assert text.endswith(f"{END}\n\n## kept\n")

@@ -203,6 +203,18 @@ def plots(data: dict[str, Any], img: Path) -> list[Path]:
         made.append(img / "bench-bytes-per-delivery.png")
         fig.savefig(made[-1], dpi=80)
         plt.close(fig)
+    series = data.get("rss_kb_over_run") or {}
+    if series:
+        fig, ax = plt.subplots(figsize=(6.5, 4))
+        for name, pts in sorted(series.items()):
+            ax.plot([p[0] for p in pts], [p[1] / 1024 for p in pts], label=name)
+        ax.set_xlabel("seconds into the run (every scenario, 3 repetitions)")
+        ax.set_ylabel("RSS MB")
+        ax.legend(fontsize="small")
+        fig.tight_layout()
+        made.append(img / "bench-rss-over-run.png")
+        fig.savefig(made[-1], dpi=80)
+        plt.close(fig)
     return made
 
 

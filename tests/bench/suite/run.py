@@ -144,6 +144,8 @@ def run(args: argparse.Namespace) -> dict[str, object]:
         tmp = Path(tmp_s)
         sides, started, absent = start_sides(names, tmp)
         harness_rss_kb = probes.rss_kb([os.getpid()])
+        groups = {s.name: s.pids() for s in started}
+        sampler = probes.RssSampler({"harness": [os.getpid()], **groups}, every_s=1.0).start()
         load0, busy0, t0 = os.getloadavg(), host_ticks(), time.monotonic()
         try:
             for rep in range(mode["reps"]):
@@ -158,6 +160,7 @@ def run(args: argparse.Namespace) -> dict[str, object]:
                         print(f"bench: rep {rep} {scenario:<14} {side.name:<20} "
                               f"{r.rate:>10,.0f} msg/s", file=sys.stderr)  # fmt: skip
         finally:
+            rss_series = sampler.stop()
             for server in started:
                 servers.stop(server)
         busy1, load1 = host_ticks(), os.getloadavg()
@@ -179,6 +182,7 @@ def run(args: argparse.Namespace) -> dict[str, object]:
             "durability": {s.name: s.durability for s in sides},
             "unavailable": absent,
         },
+        "rss_kb_over_run": rss_series,  # name -> [(seconds since start, RSS kB)]
         "cells": results,
     }
 
