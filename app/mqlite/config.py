@@ -171,6 +171,9 @@ class Settings:
     token_generated: bool = False
     monitor_tokens: tuple[str, ...] = ()
     metrics: bool = False
+    # The static console at /ui (api-reference "Open endpoints"); off = headless: /ui 404s
+    # and the discovery card omits ``ui``.
+    ui: bool = True
     cors: str | None = None
     dlq_max_age_ms: int = DEFAULT_DLQ_MAX_AGE_MS
     dlq_max_count: int = DEFAULT_DLQ_MAX_COUNT
@@ -181,6 +184,9 @@ class Settings:
     disk_floor_bytes: int = defaults.DISK_FLOOR_BYTES
     disk_reserve_bytes: int = defaults.DISK_RESERVE_BYTES
     diagnostic_log: str = ""  # "" = off; else the private diagnostic JSONL file
+    # Test-only (engine/killpoints.py): a kill point spec, served only with test_hooks on.
+    test_kill_point: str = ""
+    test_hooks: bool = False
 
     @property
     def auth(self) -> bool:
@@ -244,6 +250,7 @@ class Settings:
             token_generated=generated,
             monitor_tokens=monitor,
             metrics=metrics,
+            ui=_flag(environ, "MQLITE_UI", True),
             cors=cors,
             dlq_max_age_ms=age if retention else 0,
             dlq_max_count=count if retention else 0,
@@ -259,6 +266,8 @@ class Settings:
                 environ, "MQLITE_DISK_RESERVE_BYTES", defaults.DISK_RESERVE_BYTES, minimum=0
             ),
             diagnostic_log=environ.get("MQLITE_DIAGNOSTIC_LOG", "").strip(),
+            test_kill_point=environ.get("MQLITE_TEST_KILL_POINT", "").strip(),
+            test_hooks=_flag(environ, "MQLITE_TEST_HOOKS", False),
         )
 
     def with_flags(
@@ -292,3 +301,8 @@ class Settings:
             )
         if self.metrics and not self.auth:
             raise ConfigError("MQLITE_METRICS/--metrics requires auth (MQLITE_TOKENS is off)")
+        if self.test_kill_point and not self.test_hooks:
+            raise ConfigError(
+                "MQLITE_TEST_KILL_POINT arms a test-only hook that SIGKILLs the broker: "
+                "refusing to serve (a crash drill sets MQLITE_TEST_HOOKS=on as well)"
+            )

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import hashlib
 import os
 import sqlite3
 import subprocess
@@ -182,6 +183,35 @@ def test_unrelated_access_keys_table_is_refused_untouched(db_path: Path) -> None
     conn = sqlite3.connect(db_path)
     assert [r[1] for r in conn.execute("PRAGMA table_info(access_keys)")] == ["k"]
     conn.close()
+
+
+def _digest(path: Path) -> str:
+    return hashlib.sha256(path.read_bytes()).hexdigest()
+
+
+@pytest.mark.parametrize(
+    "foreign",
+    [
+        "CREATE TABLE meta (key TEXT PRIMARY KEY, value TEXT NOT NULL) STRICT;"
+        "INSERT INTO meta VALUES ('schema_version', '999');",
+        "CREATE TABLE access_keys (k TEXT);",
+    ],
+    ids=["foreign-token", "unrelated-access-keys"],
+)
+def test_a_refused_database_file_is_left_byte_for_byte_unchanged(
+    db_path: Path, foreign: str
+) -> None:
+    """A refusal writes nothing: not even the journal-mode switch to WAL in the header,
+    and no -wal/-shm beside the file (a restore drill with the wrong binary must leave
+    the snapshot as it was; found by ops/drills/restore)."""
+    conn = sqlite3.connect(db_path)  # rollback-journal mode, as a VACUUM INTO snapshot is
+    conn.executescript(foreign)
+    conn.close()
+    before = _digest(db_path)
+    with pytest.raises(errors.SchemaVersionMismatch):
+        mqlite.open_embedded(f"file:{db_path}", background=False)
+    assert _digest(db_path) == before
+    assert not [p.name for p in db_path.parent.iterdir() if p.name.endswith(("-wal", "-shm"))]
 
 
 def test_reopen_keeps_data_and_the_version_row(db_path: Path) -> None:

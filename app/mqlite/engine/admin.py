@@ -15,8 +15,8 @@ from dataclasses import dataclass
 from typing import Any
 
 from mqlite import errors
-from mqlite.engine import dlq, maintenance, peek
-from mqlite.engine.core import EngineCore, serialized
+from mqlite.engine import dlq, killpoints, maintenance, peek
+from mqlite.engine.core import EngineCore, outside_transaction, serialized
 from mqlite.engine.diagnostics import INTERRUPTIONS
 from mqlite.engine.store import SCHEMA_VERSION
 from mqlite.engine.validate import check_int
@@ -250,6 +250,7 @@ class AdminOps(EngineCore):
         return sum(deleted.values())
 
     @serialized
+    @outside_transaction
     def reclaim_free_pages(self, force: bool = False) -> int:
         """Return free pages to the OS (file databases only)."""
         if self.store.location.is_memory:
@@ -265,15 +266,18 @@ class AdminOps(EngineCore):
         return self._task("reclaim", step)[0]  # type: ignore[no-any-return]
 
     @serialized
+    @outside_transaction
     def checkpoint(self) -> int:
         """Checkpoint the WAL into the database and truncate it; returns the footprint
         (db + WAL + SHM) afterwards. File databases only (0 in memory)."""
         if not self.store.location.is_memory:
             with self.store.connection() as conn:
+                killpoints.reached("checkpoint")
                 conn.execute(maintenance.WAL_CHECKPOINT_TRUNCATE_SQL).fetchall()
         return self.store.db_size_bytes()
 
     @serialized
+    @outside_transaction
     def vacuum_full(self) -> None:
         """Rebuild the whole file (``VACUUM``): returns every free page, needs free disk
         space the size of the database, and holds the writer for the duration."""

@@ -44,6 +44,15 @@ def serialized(method: F) -> F:
     return run  # type: ignore[return-value]
 
 
+def outside_transaction(method: F) -> F:
+    """Mark a writer method that must run with no transaction open (a WAL checkpoint,
+    ``incremental_vacuum``, ``VACUUM``): the writer runs it alone, never inside a
+    group-commit batch (where it failed with "not allowed inside a transaction" whenever
+    writes were in flight -- found by the crash drill's checkpoint kill point)."""
+    method.outside_transaction = True  # type: ignore[attr-defined]
+    return method
+
+
 class EngineCore:
     """State shared by every verb; opening runs crash recovery before anything else."""
 

@@ -22,7 +22,7 @@ from dataclasses import dataclass, field
 from importlib import resources
 
 from mqlite import defaults, errors
-from mqlite.engine import migrations
+from mqlite.engine import killpoints, migrations
 from mqlite.engine.file_lock import DatabaseLock, check_free
 
 log = logging.getLogger("mqlite.engine")
@@ -141,20 +141,23 @@ class Store:
         if self.location.path is not None:
             self._file_lock = DatabaseLock(self.location.path)
         try:
-            self.conn = self._connect(busy_timeout_ms)
-            self._install_schema()
+            self.conn, found = self._connect(busy_timeout_ms)
+            self._install_schema(found)
         except BaseException:
             self._release_file_lock()
             raise
 
     # -- opening -------------------------------------------------------------------------
 
-    def _connect(self, busy_timeout_ms: int) -> sqlite3.Connection:
+    def _connect(self, busy_timeout_ms: int) -> tuple[sqlite3.Connection, str | None]:
+        """The connection, and the schema token found; the guard runs FIRST, on reads
+        only, so a refused file is left byte for byte as it was (no switch to WAL)."""
         target = self.location.path or ":memory:"
         conn = sqlite3.connect(target, isolation_level=None, check_same_thread=False)
         try:
             conn.execute(f"PRAGMA busy_timeout={int(busy_timeout_ms)}")
             conn.execute("PRAGMA foreign_keys=ON")
+            found = _check_guard(conn)
             if self.location.path is not None:
                 # auto_vacuum only takes effect before the first table exists, and setting it
                 # on an existing file is a write: skipped there (a full disk must still open).
@@ -171,25 +174,11 @@ class Store:
         except BaseException:
             conn.close()
             raise
-        return conn
+        return conn, found
 
-    def _install_schema(self) -> None:
-        """Refuse a foreign schema token before running any DDL; then create what is missing."""
+    def _install_schema(self, found: str | None) -> None:
+        """Create what is missing (migrating an older token first); the guard already ran."""
         conn = self.conn
-        has_meta = conn.execute(
-            "SELECT 1 FROM sqlite_master WHERE type='table' AND name='meta'"
-        ).fetchone()
-        found: str | None = None
-        if has_meta:
-            row = conn.execute("SELECT value FROM meta WHERE key='schema_version'").fetchone()
-            found = None if row is None else str(row[0])
-            if found is not None and found != SCHEMA_VERSION:
-                migrations.plan(found, SCHEMA_VERSION)  # refuse a foreign token before any DDL
-        cols = [r[1] for r in conn.execute("PRAGMA table_info(access_keys)").fetchall()]
-        if cols and tuple(cols) != _ACCESS_KEYS_COLUMNS:
-            raise errors.SchemaVersionMismatch(
-                "database has an unrelated table named access_keys; refusing to modify it"
-            )
         if found == SCHEMA_VERSION and self._schema_complete():
             return  # nothing to create: no write transaction (a full disk must still open)
         conn.execute("BEGIN IMMEDIATE")
@@ -244,8 +233,11 @@ class Store:
         return self._tx.depth > 0
 
     def _commit(self, conn: sqlite3.Connection) -> None:
-        """COMMIT the outermost transaction (a seam: tests inject a failing commit here)."""
+        """COMMIT the outermost transaction (a seam: tests inject a failing commit here;
+        the crash drill's kill points sit on either side of it)."""
+        killpoints.reached("commit.before")
         conn.execute("COMMIT")
+        killpoints.reached("commit.after")
 
     @contextmanager
     def connection(self) -> Iterator[sqlite3.Connection]:
@@ -369,6 +361,26 @@ class _Transaction:
                     log.exception("after-commit callback failed")
         finally:
             store.lock.release()
+
+
+def _check_guard(conn: sqlite3.Connection) -> str | None:
+    """Refuse a foreign schema token (or an unrelated ``access_keys`` table) before any
+    write; the token found (None: a new or non-mqlite-yet database)."""
+    has_meta = conn.execute(
+        "SELECT 1 FROM sqlite_master WHERE type='table' AND name='meta'"
+    ).fetchone()
+    found: str | None = None
+    if has_meta:
+        row = conn.execute("SELECT value FROM meta WHERE key='schema_version'").fetchone()
+        found = None if row is None else str(row[0])
+        if found is not None and found != SCHEMA_VERSION:
+            migrations.plan(found, SCHEMA_VERSION)  # refuse a foreign token before any DDL
+    cols = [r[1] for r in conn.execute("PRAGMA table_info(access_keys)").fetchall()]
+    if cols and tuple(cols) != _ACCESS_KEYS_COLUMNS:
+        raise errors.SchemaVersionMismatch(
+            "database has an unrelated table named access_keys; refusing to modify it"
+        )
+    return found
 
 
 def check_lock_free(dsn: str) -> None:

@@ -1,8 +1,9 @@
 """The broker's ASGI app: RPC dispatcher → (access log → CORS → starlette).
 
-Starlette serves the open endpoints (discovery card, /healthz, /openapi.json), the opt-in
-/metrics, the authenticated 404 catch-all and the lifespan that opens the engine and the
-maintenance loops; RPCs are dispatched in front of it (``rpc.py``).
+Starlette serves the open endpoints (discovery card, /healthz, /openapi.json, the /ui
+console unless MQLITE_UI=off), the opt-in /metrics, the authenticated 404 catch-all and
+the lifespan that opens the engine and the maintenance loops; RPCs are dispatched in
+front of it (``rpc.py``).
 """
 
 from __future__ import annotations
@@ -34,6 +35,7 @@ from mqlite.server.logging import AccessLogMiddleware, configure
 from mqlite.server.logging import stop as stop_logging
 from mqlite.server.rpc import RpcDispatcher
 from mqlite.server.runtime import Runtime
+from mqlite.server.ui import Console
 from mqlite.types import AccessKey
 from mqlite.version import VERSION as __version__
 
@@ -67,6 +69,10 @@ class BrokerApp:
             Route("/healthz", self.healthz, methods=ANY),
         ]
         routes.append(Route("/openapi.json", self.openapi, methods=["GET"]))
+        if settings.ui:
+            console = Console()
+            routes.append(Route("/ui", console.root, methods=ANY))
+            routes.append(Route("/ui/{path:path}", console.asset, methods=ANY))
         if settings.metrics:
             routes.append(Route("/metrics", self.metrics_endpoint, methods=["GET"]))
         routes.append(Route("/{path:path}", self.not_found, methods=ANY))
@@ -158,6 +164,8 @@ class BrokerApp:
         }
         if self.settings.metrics:
             card["metrics"] = "/metrics"
+        if self.settings.ui:
+            card["ui"] = "/ui"
         return JSONResponse(card)
 
     async def healthz(self, _: Request) -> Response:
@@ -168,7 +176,7 @@ class BrokerApp:
 
     async def not_found(self, request: Request) -> Response:
         """404 after authentication (401 first), except the open console paths, which are
-        404 for everyone while no console is served."""
+        404 for everyone when the console is off (MQLITE_UI=off)."""
         path = request.url.path
         if not auth.is_exempt(path):
             try:
