@@ -78,10 +78,13 @@ lint: $(LINTERS)
 	$(VENV)/bin/lint-imports
 	$(PY) scripts/gen_sdk.py --check
 
+# The side-by-side suite (issue 17; docs/benchmarks.md): installs the peers it lacks
+# (tests/bench/suite/deps.sh), starts and stops them itself, regenerates the report.
+# BENCH_ARGS=--quick for a run under 2 minutes; --compare OLD.json prints every change.
+BENCH_ARGS ?=
 bench: $(RUNTIME)
-	$(PY) tests/bench/engine_bench.py
-	$(PY) tests/bench/topic_bench.py
-	$(PY) tests/bench/http_bench.py
+	tests/bench/suite/deps.sh $(VENV)
+	$(PY) tests/bench/suite/run.py $(BENCH_ARGS)
 
 # ---- drills (ops/drills; docs/operations.md "Drills"): PASS/FAIL reports, exit 1 on FAIL --
 # The full variants; `make test` runs each with --quick. DRILL_ARGS passes flags through,
