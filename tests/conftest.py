@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import os
+import subprocess
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -57,3 +58,15 @@ def remote_dsn(sqld_server: Sqld) -> str:
     """The DSN of an empty database on the session's sqld (``http://``: self-hosted)."""
     reset_database(sqld_server.url)
     return sqld_server.url
+
+
+@pytest.fixture
+def tmpfs(tmp_path: Path) -> Iterator[Path]:
+    """A 24 MiB tmpfs, a disk that fills in a test (the CI machine runs the tests as root)."""
+    mount = tmp_path / "small"
+    mount.mkdir()
+    subprocess.run(["mount", "-t", "tmpfs", "-o", "size=24m", "tmpfs", str(mount)], check=True)
+    try:
+        yield mount
+    finally:
+        subprocess.run(["umount", "-l", str(mount)], check=False)

@@ -102,6 +102,18 @@ def _token_list(raw: str, name: str) -> tuple[str, ...]:
     return tokens
 
 
+def checkpoint_from_env(environ: Mapping[str, str]) -> str:
+    """``MQLITE_CHECKPOINT`` (truncate | passive); passive by default under replication."""
+    replicated = bool(environ.get("MQLITE_REPLICA_URL", "").strip())
+    raw = environ.get("MQLITE_CHECKPOINT", "").strip().upper()
+    mode = raw or ("PASSIVE" if replicated else "TRUNCATE")
+    if mode not in ("TRUNCATE", "PASSIVE"):
+        raise ConfigError(f"MQLITE_CHECKPOINT={raw.lower()!r} is not truncate or passive")
+    if replicated and mode != "PASSIVE":
+        raise ConfigError("MQLITE_CHECKPOINT=truncate would block behind Litestream's reader")
+    return mode
+
+
 def read_secret(environ: Mapping[str, str], name: str, credential: str) -> tuple[str | None, str]:
     """``(value, source)`` of a secret: the variable ``name``, else the file named by
     ``name_FILE``, else systemd's ``$CREDENTIALS_DIRECTORY/credential``; ``source`` is what
@@ -173,6 +185,9 @@ class Settings:
     token_generated: bool = False
     monitor_tokens: tuple[str, ...] = ()
     metrics: bool = False
+    # The static console at /ui (api-reference "Open endpoints"); off = headless: /ui 404s
+    # and the discovery card omits ``ui``.
+    ui: bool = True
     cors: str | None = None
     dlq_max_age_ms: int = DEFAULT_DLQ_MAX_AGE_MS
     dlq_max_count: int = DEFAULT_DLQ_MAX_COUNT
@@ -183,6 +198,12 @@ class Settings:
     disk_floor_bytes: int = defaults.DISK_FLOOR_BYTES
     disk_reserve_bytes: int = defaults.DISK_RESERVE_BYTES
     diagnostic_log: str = ""  # "" = off; else the private diagnostic JSONL file
+    # Test-only (engine/killpoints.py): a kill point spec, served only with test_hooks on.
+    test_kill_point: str = ""
+    test_hooks: bool = False
+    # PASSIVE when Litestream replicates the file (MQLITE_REPLICA_URL, or MQLITE_CHECKPOINT
+    # for a Litestream run beside the broker): store.CHECKPOINT_MODES says why.
+    checkpoint: str = "TRUNCATE"
 
     @property
     def auth(self) -> bool:
@@ -247,6 +268,7 @@ class Settings:
             token_generated=generated,
             monitor_tokens=monitor,
             metrics=metrics,
+            ui=_flag(environ, "MQLITE_UI", True),
             cors=cors,
             dlq_max_age_ms=age if retention else 0,
             dlq_max_count=count if retention else 0,
@@ -262,6 +284,9 @@ class Settings:
                 environ, "MQLITE_DISK_RESERVE_BYTES", defaults.DISK_RESERVE_BYTES, minimum=0
             ),
             diagnostic_log=environ.get("MQLITE_DIAGNOSTIC_LOG", "").strip(),
+            test_kill_point=environ.get("MQLITE_TEST_KILL_POINT", "").strip(),
+            test_hooks=_flag(environ, "MQLITE_TEST_HOOKS", False),
+            checkpoint=checkpoint_from_env(environ),
         )
 
     def with_flags(
@@ -295,3 +320,8 @@ class Settings:
             )
         if self.metrics and not self.auth:
             raise ConfigError("MQLITE_METRICS/--metrics requires auth (MQLITE_TOKENS is off)")
+        if self.test_kill_point and not self.test_hooks:
+            raise ConfigError(
+                "MQLITE_TEST_KILL_POINT arms a test-only hook that SIGKILLs the broker: "
+                "refusing to serve (a crash drill sets MQLITE_TEST_HOOKS=on as well)"
+            )

@@ -23,6 +23,9 @@ runc
 debootstrap
 # deploy/Caddyfile: `caddy validate` plus a real proxy run blocking /metrics.
 caddy
+# tests/browser: the /ui console driven by Playwright through Debian's Chromium
+# (`playwright install` cannot download its own browser here; shared OPS-TOOLING §8).
+chromium
 # --- apt packages: end ---
 )
 

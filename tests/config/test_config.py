@@ -106,6 +106,14 @@ def test_metrics_require_auth_and_flags_win() -> None:
     assert Settings.from_env({"MQLITE_METRICS": "on"}).with_flags(metrics=False).metrics is False
 
 
+def test_the_console_is_on_by_default_and_off_names_the_variable_when_misspelt() -> None:
+    assert Settings.from_env({}).ui is True
+    assert Settings.from_env({"MQLITE_UI": "off"}).ui is False
+    assert Settings.from_env({"MQLITE_UI": "on"}).ui is True
+    with pytest.raises(ConfigError, match="MQLITE_UI"):
+        Settings.from_env({"MQLITE_UI": "headless"})
+
+
 # -- secrets from files (MQLITE_*_FILE, systemd credentials) -------------------------------
 
 

@@ -12,29 +12,15 @@ from __future__ import annotations
 import base64
 import errno
 import os
-import subprocess
 import threading
 import time
-from collections.abc import Iterator
 from pathlib import Path
 
-import pytest
 from e2e_support import BrokerFactory, assert_error
 
 MiB = 1 << 20
 BODY = base64.b64encode(bytes(range(256)) * 256).decode()  # 64 KiB
 ENV = {"MQLITE_DISK_FLOOR_BYTES": str(6 * MiB), "MQLITE_DISK_RESERVE_BYTES": str(2 * MiB)}
-
-
-@pytest.fixture
-def tmpfs(tmp_path: Path) -> Iterator[Path]:
-    mount = tmp_path / "small"
-    mount.mkdir()
-    subprocess.run(["mount", "-t", "tmpfs", "-o", "size=24m", "tmpfs", str(mount)], check=True)
-    try:
-        yield mount
-    finally:
-        subprocess.run(["umount", "-l", str(mount)], check=False)
 
 
 def fill(directory: Path) -> Path:

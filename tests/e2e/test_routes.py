@@ -57,6 +57,7 @@ LATER = [
 ALL_RPCS = ORIGINAL_ORDER + LATER
 
 CARD_KEYS = {"name", "description", "version", "status", "auth", "docs", "endpoints", "health"}
+CARD_KEYS |= {"ui"}  # the console, on by default (MQLITE_UI)
 
 
 # -- open endpoints ---------------------------------------------------------------------
@@ -67,7 +68,7 @@ def test_discovery_card_exact_keys(broker: Broker) -> None:
     assert r.status_code == 200
     assert r.headers["content-type"].startswith("application/json")
     card = r.json()
-    assert set(card) == CARD_KEYS  # no `metrics` when metrics are off; no UI is served
+    assert set(card) == CARD_KEYS  # no `metrics` when metrics are off; the console is on
     assert card["name"] == "mqlite"
     assert card["status"] == "ok"
     assert card["auth"] == "bearer"
@@ -896,11 +897,12 @@ def test_a_json_content_type_may_carry_parameters(broker: Broker) -> None:
     assert r.status_code == 200 and r.json()["queue"] == q
 
 
-def test_ui_paths_are_open_404s_while_no_console_is_served(broker_factory: BrokerFactory) -> None:
+def test_ui_paths_are_open_404s_when_the_console_is_off(broker_factory: BrokerFactory) -> None:
     """api-reference "Open endpoints": `/ui` is auth-exempt (original-behaviour §8 "Auth
     header parsing": exempt paths are exactly `/`, `/healthz`, `/ui` and the prefix
-    `/ui/`); with no console served it 404s for everyone and the card has no `ui`."""
-    b = broker_factory({})
+    `/ui/`); with MQLITE_UI=off it 404s for everyone and the card has no `ui`
+    (the console itself: tests/e2e/test_console_routes.py)."""
+    b = broker_factory({"MQLITE_UI": "off"})
     assert "ui" not in httpx.get(b.base_url + "/").json()
     for path in ("/ui", "/ui/", "/ui/index.html"):
         assert_error(httpx.get(b.base_url + path), 404, "not_found")

@@ -11,8 +11,6 @@ from __future__ import annotations
 import contextlib
 import errno
 import os
-import subprocess
-from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
@@ -22,18 +20,6 @@ from mqlite import OutMessage, QueueConfig, errors, testing
 
 MiB = 1 << 20
 BODY = bytes(range(256)) * 256  # 64 KiB: stored in the bodies table
-
-
-@pytest.fixture
-def tmpfs(tmp_path: Path) -> Iterator[Path]:
-    """A 24 MiB tmpfs (the CI machine runs the tests as root)."""
-    mount = tmp_path / "small"
-    mount.mkdir()
-    subprocess.run(["mount", "-t", "tmpfs", "-o", "size=24m", "tmpfs", str(mount)], check=True)
-    try:
-        yield mount
-    finally:
-        subprocess.run(["umount", "-l", str(mount)], check=False)
 
 
 def fill(directory: Path, leave_bytes: int = 0) -> Path:

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import hashlib
 import os
 import sqlite3
 import subprocess
@@ -184,6 +185,35 @@ def test_unrelated_access_keys_table_is_refused_untouched(db_path: Path) -> None
     conn.close()
 
 
+def _digest(path: Path) -> str:
+    return hashlib.sha256(path.read_bytes()).hexdigest()
+
+
+@pytest.mark.parametrize(
+    "foreign",
+    [
+        "CREATE TABLE meta (key TEXT PRIMARY KEY, value TEXT NOT NULL) STRICT;"
+        "INSERT INTO meta VALUES ('schema_version', '999');",
+        "CREATE TABLE access_keys (k TEXT);",
+    ],
+    ids=["foreign-token", "unrelated-access-keys"],
+)
+def test_a_refused_database_file_is_left_byte_for_byte_unchanged(
+    db_path: Path, foreign: str
+) -> None:
+    """A refusal writes nothing: not even the journal-mode switch to WAL in the header,
+    and no -wal/-shm beside the file (a restore drill with the wrong binary must leave
+    the snapshot as it was; found by ops/drills/restore)."""
+    conn = sqlite3.connect(db_path)  # rollback-journal mode, as a VACUUM INTO snapshot is
+    conn.executescript(foreign)
+    conn.close()
+    before = _digest(db_path)
+    with pytest.raises(errors.SchemaVersionMismatch):
+        mqlite.open_embedded(f"file:{db_path}", background=False)
+    assert _digest(db_path) == before
+    assert not [p.name for p in db_path.parent.iterdir() if p.name.endswith(("-wal", "-shm"))]
+
+
 def test_reopen_keeps_data_and_the_version_row(db_path: Path) -> None:
     mq = mqlite.open_embedded(f"file:{db_path}", background=False)
     mq.create_queue("q")
@@ -246,3 +276,29 @@ def test_close_checkpoints_the_wal(db_path: Path) -> None:
     mq.close()
     wal = Path(str(db_path) + "-wal")
     assert not wal.exists() or wal.stat().st_size == 0
+
+
+def test_a_passive_checkpoint_does_not_wait_for_litestreams_reader(tmp_path: Path) -> None:
+    """Litestream holds a read transaction on the WAL; under replication the engine's
+    checkpoint (vacuum, reclaim, close) is PASSIVE and returns at once. TRUNCATE would
+    wait the whole busy timeout (5 s) and fail (store.CHECKPOINT_MODES)."""
+    import sqlite3
+    import time
+
+    from mqlite.engine import Engine
+
+    dsn = f"file:{tmp_path / 'r.db'}"
+    engine = Engine(dsn, checkpoint="PASSIVE")
+    try:
+        engine.create_queue("q")
+        reader = sqlite3.connect(tmp_path / "r.db", isolation_level=None)
+        reader.execute("BEGIN")
+        reader.execute("SELECT count(*) FROM sqlite_master").fetchone()  # a WAL snapshot
+        engine.create_queue("q2")  # a frame past the reader's snapshot
+        started = time.monotonic()
+        engine.checkpoint()
+        assert time.monotonic() - started < 1.0
+        reader.execute("COMMIT")
+        reader.close()
+    finally:
+        engine.close()

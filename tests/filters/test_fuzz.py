@@ -43,13 +43,13 @@ OBSERVED = {"max_ms": 0.0}
 def test_compile_never_raises_anything_else(tokens: list[str], spaced: bool) -> None:
     source = (" " if spaced else "").join(tokens)
     gc.disable()  # time our code, not a collection of hypothesis' garbage
-    start = time.perf_counter()
+    start = time.thread_time()
     try:
         compiled = compile_filter(source)
     except InvalidArgument:
         compiled = None
     finally:
-        elapsed = (time.perf_counter() - start) * 1000
+        elapsed = (time.thread_time() - start) * 1000
         gc.enable()
     OBSERVED["max_ms"] = max(OBSERVED["max_ms"], elapsed)
     assert elapsed < 50, (source, elapsed)
@@ -77,13 +77,13 @@ def test_large_sources_compile_fast() -> None:
     for source in worst:
         gc.collect()
         gc.disable()
-        start = time.perf_counter()
+        start = time.thread_time()
         try:
             compile_filter(source)
         except InvalidArgument:
             pass
         finally:
-            elapsed = (time.perf_counter() - start) * 1000
+            elapsed = (time.thread_time() - start) * 1000
             gc.enable()
         OBSERVED["max_ms"] = max(OBSERVED["max_ms"], elapsed)
         assert elapsed < 50, (source[:40], elapsed)

@@ -20,6 +20,7 @@ from mqlite import wire
 from mqlite.clock import FakeClock
 from mqlite.engine import Engine
 from mqlite.engine.measured_store import MeasuredStore
+from mqlite.engine.observation import REPLICATION_DISABLED, Replication
 from mqlite.server import metrics
 from mqlite.server.http_metrics import HttpMeasurements
 from mqlite.types import OutMessage
@@ -59,7 +60,12 @@ def exposition(tmp_path: Path, *, fail_collection: bool = False) -> str:
             observed = engine.observe()
         finally:
             MeasuredStore.fault = None
-        observed = dataclasses.replace(observed, access="monitor", http=http.snapshot())
+        # A replicated broker (what server/replication.py measures from Litestream), so
+        # the replication gauges are exposed too; absent is the disabled case below.
+        rep = Replication("available", observed.sampled_at_ms - 1500, 1.5)
+        observed = dataclasses.replace(
+            observed, access="monitor", http=http.snapshot(), replication=rep
+        )
         return metrics.render(observed).decode()
     finally:
         engine.close()
@@ -207,3 +213,22 @@ def test_queue_gauges_are_written_byte_for_byte_as_prometheus_client_would(
     registry = CollectorRegistry(auto_describe=False)
     registry.register(Reference())  # type: ignore[arg-type]
     assert metrics.queue_gauges_text(queues).encode() == generate_latest(registry)
+
+
+def test_replication_gauges_absent_unless_litestream_answered(tmp_path: Path) -> None:
+    """Disabled: only ``mqlite_replication_enabled 0``; unavailable (Litestream silent):
+    enabled 1 and no lag (unknown is absent, never zero); available: the measured lag."""
+    got = families(exposition(tmp_path))
+    assert got["mqlite_replication_lag_seconds"].samples[0].value == 1.5
+    assert got["mqlite_replication_enabled"].samples[0].value == 1
+    engine = Engine(f"file:{tmp_path / 'other.db'}", clock=FakeClock())
+    try:
+        observed = engine.observe()
+    finally:
+        engine.close()
+    for rep, enabled in ((REPLICATION_DISABLED, 0), (Replication("unavailable", None, None), 1)):
+        text = metrics.render(dataclasses.replace(observed, replication=rep)).decode()
+        fams = families(text)
+        assert fams["mqlite_replication_enabled"].samples[0].value == enabled
+        assert "mqlite_replication_lag_seconds" not in fams
+        assert "mqlite_replication_last_sync_timestamp_seconds" not in fams

@@ -89,3 +89,26 @@ def test_timer_calendar_parses() -> None:
     (spec,) = re.findall(r"^OnCalendar=(.+)$", text, re.M)
     r = run("systemd-analyze", "calendar", spec)
     assert r.returncode == 0 and "Next elapse" in r.stdout, r.stdout + r.stderr
+
+
+def test_the_replicated_drop_in_verifies_and_keeps_secrets_out(tmp_path: Path) -> None:
+    """deploy/systemd/mqlite.service.d/replica.conf (issue #19) applied to the unit:
+    systemd reads the pair without a message; credentials come by LoadCredential= under
+    the names mqlite's config looks up (replica._secret), never by Environment=."""
+    root = _root(tmp_path)
+    dropin = UNITS / "mqlite.service.d" / "replica.conf"
+    target = root / "etc" / "systemd" / "system" / "mqlite.service.d"
+    target.mkdir()
+    shutil.copy(dropin, target / "replica.conf")
+    rc, out = verify(root)
+    assert (rc, out) == (0, "")
+    text = dropin.read_text()
+    creds = re.findall(r"^LoadCredential=([^:]+):", text, re.M)
+    assert creds == ["mqlite-replica-access-key-id", "mqlite-replica-secret-access-key"]
+    assert "MQLITE_REPLICA_URL=s3://" in text and "RuntimeDirectory=mqlite" in text
+    for line in text.splitlines():
+        if line.startswith("Environment="):
+            assert "KEY" not in line.upper() and "SECRET" not in line.upper(), line
+    broken = target / "replica.conf"
+    broken.write_text(text.replace("RuntimeDirectoryMode=0700", "RuntimeDirectoryMode=rwx"))
+    assert verify(root) != (0, "")

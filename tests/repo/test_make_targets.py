@@ -50,3 +50,10 @@ def test_test_and_lint_bring_their_own_tools(tmp_path: Path, target: str, extra:
 def test_venv_has_every_tool_for_a_developer(tmp_path: Path) -> None:
     got = sorted(line.split()[-1] for line in installs(dry_run("venv", tmp_path)))
     assert got == sorted([".", "'.[test]'", "'.[lint]'"])
+
+
+def test_bench_installs_its_peers_then_runs_the_suite_and_test_does_not(tmp_path: Path) -> None:
+    lines = dry_run("bench", tmp_path)
+    assert lines[-2] == "tests/bench/suite/deps.sh .venv"
+    assert lines[-1].endswith("/bin/python tests/bench/suite/run.py ")  # BENCH_ARGS empty
+    assert not any("bench/suite" in line for line in dry_run("test", tmp_path))

@@ -229,6 +229,7 @@ RESPONSE_CASES: list[Case] = [
                 "authentication": [],
                 "handlers": [],
             },
+            "replication": {"state": "disabled", "last_sync_at_ms": None, "lag_seconds": None},
         },
     ),
     (

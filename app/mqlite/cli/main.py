@@ -64,9 +64,9 @@ def build_parser(*, serve_only: bool = False) -> argparse.ArgumentParser:
     return parser
 
 
-def _serve(args: argparse.Namespace) -> int:
+def _serve(args: argparse.Namespace, argv: list[str]) -> int:
     from mqlite.config import Settings
-    from mqlite.server.serve import refuse, run
+    from mqlite.server.serve import note, refuse, run
 
     try:
         settings = Settings.from_env(os.environ).with_flags(
@@ -77,6 +77,10 @@ def _serve(args: argparse.Namespace) -> int:
         )
     except errors.MQLiteError as exc:
         return refuse(exc.message)  # a JSON line too: the broker's stderr is a log
+    from mqlite.cli import replicate
+
+    if replicate.is_launch(os.environ):  # MQLITE_REPLICA_URL: under litestream (exec)
+        return refuse(replicate.launch(os.environ, argv[1:], settings.db, note))
     return run(settings)
 
 
@@ -93,7 +97,7 @@ def main(argv: list[str] | None = None) -> int:
     undeliverable = probe_stdio()  # before any file is opened
     args_list = sys.argv[1:] if argv is None else argv
     if args_list[:1] == ["serve"]:
-        return _serve(build_parser(serve_only=True).parse_args(args_list))
+        return _serve(build_parser(serve_only=True).parse_args(args_list), args_list)
     parser = build_parser()
     args = parser.parse_args(argv)
     if args.command == "version":
@@ -103,7 +107,7 @@ def main(argv: list[str] | None = None) -> int:
         parser.print_help()
         return 0
     if args.command == "serve":
-        return _serve(args)
+        return _serve(args, args_list)
     handler = getattr(args, "handler", None)
     if handler is None:
         parser.print_help(sys.stderr)

@@ -15,8 +15,8 @@ from dataclasses import dataclass
 from typing import Any
 
 from mqlite import errors
-from mqlite.engine import dlq, maintenance, peek
-from mqlite.engine.core import EngineCore, serialized
+from mqlite.engine import dlq, killpoints, maintenance, peek
+from mqlite.engine.core import EngineCore, outside_transaction, serialized
 from mqlite.engine.diagnostics import INTERRUPTIONS
 from mqlite.engine.store import SCHEMA_VERSION, require_file
 from mqlite.engine.validate import check_int
@@ -250,12 +250,15 @@ class AdminOps(EngineCore):
         return sum(deleted.values())
 
     @serialized
+    @outside_transaction
     def reclaim_free_pages(self, force: bool = False) -> int:
         """Return free pages to the OS (file databases only)."""
         if self.store.location.path is None:
             return 0
         with self.store.connection() as conn:
-            return maintenance.reclaim_free_pages(conn, force=force)
+            return maintenance.reclaim_free_pages(
+                conn, force=force, checkpoint_sql=self.store.checkpoint_sql
+            )
 
     def reclaim_pass(self) -> int:
         """The maintenance task ``reclaim`` (inapplicable, so not run, in memory or on a
@@ -266,15 +269,19 @@ class AdminOps(EngineCore):
         return self._task("reclaim", step)[0]  # type: ignore[no-any-return]
 
     @serialized
+    @outside_transaction
     def checkpoint(self) -> int:
-        """Checkpoint the WAL into the database and truncate it; returns the footprint
-        (db + WAL + SHM) afterwards. File databases only (0 in memory)."""
+        """Checkpoint the WAL into the database and truncate it (PASSIVE under Litestream,
+        which resets the WAL itself); returns the footprint (db + WAL + SHM) afterwards.
+        File databases only (0 in memory)."""
         if self.store.location.path is not None:
             with self.store.connection() as conn:
-                conn.execute(maintenance.WAL_CHECKPOINT_TRUNCATE_SQL).fetchall()
+                killpoints.reached("checkpoint")
+                conn.execute(self.store.checkpoint_sql).fetchall()
         return self.store.db_size_bytes()
 
     @serialized
+    @outside_transaction
     def vacuum_full(self) -> None:
         """Rebuild the whole file (``VACUUM``): returns every free page, needs free disk
         space the size of the database, and holds the writer for the duration."""
@@ -282,9 +289,9 @@ class AdminOps(EngineCore):
             return
         require_file(self.store.location, "vacuum")
         with self.store.connection() as conn:
-            conn.execute(maintenance.WAL_CHECKPOINT_TRUNCATE_SQL).fetchall()
+            conn.execute(self.store.checkpoint_sql).fetchall()
             conn.execute(VACUUM_SQL)
-            conn.execute(maintenance.WAL_CHECKPOINT_TRUNCATE_SQL).fetchall()
+            conn.execute(self.store.checkpoint_sql).fetchall()
 
     def catch_up(self) -> None:
         """The time-driven passes once (leases, scheduled, TTL): what the loops would have

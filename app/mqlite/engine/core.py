@@ -44,6 +44,15 @@ def serialized(method: F) -> F:
     return run  # type: ignore[return-value]
 
 
+def outside_transaction(method: F) -> F:
+    """Mark a writer method that must run with no transaction open (a WAL checkpoint,
+    ``incremental_vacuum``, ``VACUUM``): the writer runs it alone, never inside a
+    group-commit batch (where it failed with "not allowed inside a transaction" whenever
+    writes were in flight -- found by the crash drill's checkpoint kill point)."""
+    method.outside_transaction = True  # type: ignore[attr-defined]
+    return method
+
+
 class EngineCore:
     """State shared by every verb; opening runs crash recovery before anything else."""
 
@@ -57,6 +66,7 @@ class EngineCore:
         dlq_defaults: DLQBounds | None = None,
         disk: DiskLimits | None = None,
         auth_token: str = "",
+        checkpoint: str = "TRUNCATE",
     ) -> None:
         if max_message_bytes <= 0:
             raise errors.InvalidArgument("max_message_bytes must be positive")
@@ -76,7 +86,9 @@ class EngineCore:
             self.disk = DiskGuard(path, disk or DiskLimits(), self.clock.monotonic_ms)
             self.disk.open_on_a_full_disk()  # the WAL and -shm must fit before opening
         try:
-            self.store = MeasuredStore(dsn, sync=sync, ops=self.storage_ops, auth_token=auth_token)
+            self.store = MeasuredStore(
+                dsn, sync=sync, ops=self.storage_ops, checkpoint=checkpoint, auth_token=auth_token
+            )
         except sqlite3.Error as exc:
             raise translate(exc) from exc
         try:

@@ -229,18 +229,23 @@ def prune_attempts(conn: sqlite3.Connection, now_ms: int) -> int:
 
 
 def reclaim_free_pages(
-    conn: sqlite3.Connection, *, force: bool = False, threshold_pages: int = RECLAIM_FREELIST_PAGES
+    conn: sqlite3.Connection,
+    *,
+    force: bool = False,
+    threshold_pages: int = RECLAIM_FREELIST_PAGES,
+    checkpoint_sql: str = WAL_CHECKPOINT_TRUNCATE_SQL,
 ) -> int:
     """Return free pages to the OS if the freelist is at least ``threshold_pages`` (or
-    ``force``); return the pages freed. Needs a file DB and no open transaction."""
+    ``force``); return the pages freed. Needs a file DB and no open transaction.
+    ``checkpoint_sql`` is the store's checkpoint (PASSIVE under Litestream: store.py)."""
     if conn.in_transaction:
         raise RuntimeError("reclaim_free_pages must run outside a transaction")
     before: int = conn.execute(FREELIST_COUNT_SQL).fetchone()[0]
     if not force and before < threshold_pages:
         return 0
-    conn.execute(WAL_CHECKPOINT_TRUNCATE_SQL).fetchall()
+    conn.execute(checkpoint_sql).fetchall()
     conn.executescript(INCREMENTAL_VACUUM_SQL)  # steps to DONE: every free page
-    conn.execute(WAL_CHECKPOINT_TRUNCATE_SQL).fetchall()
+    conn.execute(checkpoint_sql).fetchall()
     after: int = conn.execute(FREELIST_COUNT_SQL).fetchone()[0]
     return max(before - after, 0)
 

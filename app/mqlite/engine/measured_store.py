@@ -35,10 +35,16 @@ class MeasuredStore(Store):
     fault: ClassVar[Callable[[str], None] | None] = None
 
     def __init__(
-        self, dsn: str, *, sync: str | None, ops: StorageOps, auth_token: str = ""
+        self,
+        dsn: str,
+        *,
+        sync: str | None,
+        ops: StorageOps,
+        checkpoint: str = "TRUNCATE",
+        auth_token: str = "",
     ) -> None:
         self.ops = ops
-        super().__init__(dsn, sync=sync, auth_token=auth_token)
+        super().__init__(dsn, sync=sync, checkpoint=checkpoint, auth_token=auth_token)
 
     def transaction(self, *, batch: bool = False) -> _MeasuredTransaction:  # type: ignore[override]
         return _MeasuredTransaction(self, batch)

@@ -170,6 +170,20 @@ NOT_APPLICABLE = Http("not_applicable", (), (), ())
 
 
 @dataclass(frozen=True, slots=True)
+class Replication:
+    """Off-site replication by Litestream (docs/replication.md), measured by the server
+    from Litestream's control socket: ``disabled`` without MQLITE_REPLICA_URL,
+    ``unavailable`` when Litestream does not answer (then nothing is known)."""
+
+    state: str  # disabled | available | unavailable
+    last_sync_at_ms: int | None  # Litestream's last successful sync to the replica
+    lag_seconds: float | None  # sampled_at - last_sync_at: how much could be lost now
+
+
+REPLICATION_DISABLED = Replication("disabled", None, None)
+
+
+@dataclass(frozen=True, slots=True)
 class Observation:
     sampled_at_ms: int
     started_at_ms: int
@@ -186,3 +200,4 @@ class Observation:
     maintenance: tuple[MaintenanceTask, ...]
     filters: tuple[FilterFailure, ...]
     http: Http
+    replication: Replication = REPLICATION_DISABLED

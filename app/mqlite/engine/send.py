@@ -10,7 +10,6 @@ from __future__ import annotations
 
 import dataclasses
 import sqlite3
-import time
 from collections import Counter
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
@@ -19,6 +18,7 @@ from mqlite import defaults, errors
 from mqlite.engine import dedup
 from mqlite.engine.rows import encode_properties, split_body
 from mqlite.filters import FilterInput
+from mqlite.filters import runtime as filter_runtime
 from mqlite.types import OrderingMode, OutMessage, QueueInfo
 
 # Filter hook: route this copy? Evaluated against the message environment (fail closed).
@@ -316,11 +316,11 @@ def route_plan(
     if all(r.accepts is None for r in routes):
         return None
     plan: list[list[Route]] = []
-    deadline = time.perf_counter() + defaults.FILTER_PUBLISH_BUDGET_MS / 1000
+    deadline = filter_runtime.elapsed_clock() + defaults.FILTER_PUBLISH_BUDGET_MS / 1000
     for m in messages:
         env = filter_input(m, now_ms, visible_at_ms)
         plan.append([r for r in routes if r.accepts is None or r.accepts(env)])
-        if time.perf_counter() > deadline:
+        if filter_runtime.elapsed_clock() > deadline:
             raise errors.InvalidArgument(
                 f"subscription filters need over {defaults.FILTER_PUBLISH_BUDGET_MS} ms for "
                 "this publish; send fewer messages per call (nothing was sent)"

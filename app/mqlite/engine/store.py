@@ -24,7 +24,7 @@ from dataclasses import dataclass, field
 from importlib import resources
 
 from mqlite import defaults, errors
-from mqlite.engine import migrations
+from mqlite.engine import killpoints, migrations
 from mqlite.engine.file_lock import DatabaseLock, check_free
 from mqlite.engine.remote import (
     RemoteConnection,
@@ -109,6 +109,23 @@ def parse_dsn(dsn: str) -> Location:
     return Location(os.path.realpath(os.path.abspath(os.path.expanduser(text))))
 
 
+# How the engine checkpoints the WAL. TRUNCATE (the default) folds the WAL back into the
+# file and empties it. PASSIVE for a database replicated by Litestream (docs/replication.md):
+# Litestream holds a read transaction to own the WAL's lifetime, so a TRUNCATE (or FULL,
+# RESTART) never completes while it runs -- it blocks the one writer for the whole busy
+# timeout and fails. PASSIVE copies what it can without waiting and leaves the WAL's
+# reset to Litestream's own checkpoints. SQLite's automatic checkpoint is PASSIVE already.
+CHECKPOINT_MODES = ("TRUNCATE", "PASSIVE")
+
+
+def checkpoint_sql(mode: str) -> str:
+    if mode not in CHECKPOINT_MODES:
+        raise errors.InvalidArgument(
+            f"checkpoint mode must be one of {', '.join(CHECKPOINT_MODES)}, got {mode!r}"
+        )
+    return f"PRAGMA wal_checkpoint({mode})"
+
+
 def parse_sync(value: str | None) -> str:
     mode = (value or defaults.DEFAULT_SYNC).strip().upper()
     if mode not in defaults.SYNC_MODES:
@@ -145,6 +162,7 @@ class Store:
         sync: str | None = None,
         busy_timeout_ms: int = defaults.BUSY_TIMEOUT_MS,
         auth_token: str = "",
+        checkpoint: str = "TRUNCATE",
     ) -> None:
         if sqlite3.sqlite_version_info < MIN_SQLITE:
             raise errors.UnsupportedSQLite(
@@ -152,6 +170,7 @@ class Store:
             )
         self.location = parse_dsn(dsn)
         self.sync = parse_sync(sync)
+        self.checkpoint_sql = checkpoint_sql(checkpoint)
         self.lock = threading.RLock()  # the writer token (see writer.py)
         self._tx = _TxState()
         self._file_lock: DatabaseLock | None = None
@@ -161,23 +180,27 @@ class Store:
             self._file_lock = DatabaseLock(self.location.path)
         self._auth_token = auth_token  # never logged, never in an exception message
         try:
-            self.conn = self._connect(busy_timeout_ms)
-            self._install_schema()
+            self.conn, found = self._connect(busy_timeout_ms)
+            self._install_schema(found)
         except BaseException:
             self._release_file_lock()
             raise
 
     # -- opening -------------------------------------------------------------------------
 
-    def _connect(self, busy_timeout_ms: int) -> sqlite3.Connection:
+    def _connect(self, busy_timeout_ms: int) -> tuple[sqlite3.Connection, str | None]:
+        """The connection, and the schema token found; the guard runs FIRST, on reads
+        only, so a refused file is left byte for byte as it was (no switch to WAL)."""
         if self.location.remote is not None:
             # Durability, journal mode and locking belong to the server: no PRAGMA here.
-            return RemoteConnection(self.location.remote, self._auth_token)  # type: ignore[return-value]
+            remote = RemoteConnection(self.location.remote, self._auth_token)
+            return remote, _check_guard(remote)  # type: ignore[arg-type,return-value]
         target = self.location.path or ":memory:"
         conn = sqlite3.connect(target, isolation_level=None, check_same_thread=False)
         try:
             conn.execute(f"PRAGMA busy_timeout={int(busy_timeout_ms)}")
             conn.execute("PRAGMA foreign_keys=ON")
+            found = _check_guard(conn)
             if self.location.path is not None:
                 # auto_vacuum only takes effect before the first table exists, and setting it
                 # on an existing file is a write: skipped there (a full disk must still open).
@@ -194,25 +217,11 @@ class Store:
         except BaseException:
             conn.close()
             raise
-        return conn
+        return conn, found
 
-    def _install_schema(self) -> None:
-        """Refuse a foreign schema token before running any DDL; then create what is missing."""
+    def _install_schema(self, found: str | None) -> None:
+        """Create what is missing (migrating an older token first); the guard already ran."""
         conn = self.conn
-        has_meta = conn.execute(
-            "SELECT 1 FROM sqlite_master WHERE type='table' AND name='meta'"
-        ).fetchone()
-        found: str | None = None
-        if has_meta:
-            row = conn.execute("SELECT value FROM meta WHERE key='schema_version'").fetchone()
-            found = None if row is None else str(row[0])
-            if found is not None and found != SCHEMA_VERSION:
-                migrations.plan(found, SCHEMA_VERSION)  # refuse a foreign token before any DDL
-        cols = [r[1] for r in conn.execute("PRAGMA table_info(access_keys)").fetchall()]
-        if cols and tuple(cols) != _ACCESS_KEYS_COLUMNS:
-            raise errors.SchemaVersionMismatch(
-                "database has an unrelated table named access_keys; refusing to modify it"
-            )
         if found == SCHEMA_VERSION and self._schema_complete():
             return  # nothing to create: no write transaction (a full disk must still open)
         conn.execute("BEGIN IMMEDIATE")
@@ -267,10 +276,12 @@ class Store:
         return self._tx.depth > 0
 
     def _commit(self, conn: sqlite3.Connection) -> None:
-        """COMMIT the outermost transaction (a seam: tests inject a failing commit here).
+        """COMMIT the outermost transaction (a seam: tests inject a failing commit here;
+        the crash drill's kill points sit on either side of it).
 
         On a remote store a COMMIT whose exchange was cut may have been applied or not:
         that is ``OutcomeUnknown``, never retried here and never reported as a rollback."""
+        killpoints.reached("commit.before")
         try:
             conn.execute("COMMIT")
         except RemoteUnreachable as exc:
@@ -278,6 +289,7 @@ class Store:
                 "the remote database did not acknowledge the commit: it may or may not have "
                 "applied; reconcile by message id (dedup) before resending"
             ) from exc
+        killpoints.reached("commit.after")
 
     @contextmanager
     def connection(self) -> Iterator[sqlite3.Connection]:
@@ -310,7 +322,7 @@ class Store:
                 if self.location.path is not None:
                     # Closing must not fail on a busy checkpoint; the WAL stays valid.
                     with contextlib.suppress(sqlite3.Error):
-                        self.conn.execute("PRAGMA wal_checkpoint(TRUNCATE)")
+                        self.conn.execute(self.checkpoint_sql)
                 self.conn.close()
             finally:
                 self._release_file_lock()
@@ -415,6 +427,26 @@ def require_file(location: Location, what: str) -> str:
     if location.path is None:
         raise errors.InvalidArgument(f"{what} needs a database file, not :memory:")
     return location.path
+
+
+def _check_guard(conn: sqlite3.Connection) -> str | None:
+    """Refuse a foreign schema token (or an unrelated ``access_keys`` table) before any
+    write; the token found (None: a new or non-mqlite-yet database)."""
+    has_meta = conn.execute(
+        "SELECT 1 FROM sqlite_master WHERE type='table' AND name='meta'"
+    ).fetchone()
+    found: str | None = None
+    if has_meta:
+        row = conn.execute("SELECT value FROM meta WHERE key='schema_version'").fetchone()
+        found = None if row is None else str(row[0])
+        if found is not None and found != SCHEMA_VERSION:
+            migrations.plan(found, SCHEMA_VERSION)  # refuse a foreign token before any DDL
+    cols = [r[1] for r in conn.execute("PRAGMA table_info(access_keys)").fetchall()]
+    if cols and tuple(cols) != _ACCESS_KEYS_COLUMNS:
+        raise errors.SchemaVersionMismatch(
+            "database has an unrelated table named access_keys; refusing to modify it"
+        )
+    return found
 
 
 def check_lock_free(dsn: str) -> None:

@@ -31,6 +31,7 @@ from collections.abc import Callable, Iterator
 from typing import Any, TypeVar
 
 from mqlite import errors
+from mqlite.engine import killpoints
 from mqlite.engine.measured_store import MeasuredStore
 from mqlite.engine.storage_errors import translate
 
@@ -211,10 +212,19 @@ class Writer:
         if len(batch) == 1:  # no outer transaction needed: the call commits its own
             batch[0].invoke(self.translate)
             return
+        alone = [c for c in batch if getattr(c.fn, "outside_transaction", False)]
+        if alone:  # a checkpoint or vacuum: after the batch, with no transaction open
+            rest = [c for c in batch if c not in alone]
+            if rest:
+                self._execute(rest)
+            for call in alone:
+                call.invoke(self.translate)
+            return
         try:
             with self._store.transaction(batch=True):  # not an operation of its own
-                for call in batch:
+                for i, call in enumerate(batch, 1):
                     call.invoke(self.translate)  # the engine's transaction nests as a savepoint
+                    killpoints.reached("batch.call", i, len(batch))
         except BaseException as exc:
             failure = self.translate(exc) if isinstance(exc, sqlite3.Error) else exc
             for call in batch:  # nothing of the batch committed

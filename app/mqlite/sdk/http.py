@@ -17,7 +17,7 @@ import time
 from typing import TYPE_CHECKING, Any, TypeVar
 
 from mqlite import errors, wire
-from mqlite.sdk.call import Call, Steps, decode
+from mqlite.sdk.call import Call, Resp, Steps, decode, rpc
 from mqlite.sdk.endpoint import Endpoint, parse_endpoint, resolve_token
 from mqlite.sdk.http_methods import HttpMethods
 from mqlite.sdk.retry import RetryPolicy, unavailable
@@ -136,6 +136,12 @@ class HttpClient(RemoteSettings, HttpMethods):
 
     def _bind(self, msgs: list[Message]) -> list[Message]:
         return [m.bind(self if m.lock_token else errors.NO_LOCK) for m in msgs]
+
+    def exchange(self, route: wire.Route[Any, Resp], request: Any, wait_ms: int = 0) -> Resp:
+        """ONE round trip of ``route`` with a request Struct, retried per the route's class
+        in the call table; the decoded response Struct. For forwarders that speak the wire
+        themselves (``mqlite-mcp``); applications use the verbs."""
+        return self._run(rpc(route, request, wait_ms))
 
     # -- lifecycle ------------------------------------------------------------------------
 

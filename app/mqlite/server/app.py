@@ -1,8 +1,9 @@
 """The broker's ASGI app: RPC dispatcher → (access log → CORS → starlette).
 
-Starlette serves the open endpoints (discovery card, /healthz, /openapi.json), the opt-in
-/metrics, the authenticated 404 catch-all and the lifespan that opens the engine and the
-maintenance loops; RPCs are dispatched in front of it (``rpc.py``).
+Starlette serves the open endpoints (discovery card, /healthz, /openapi.json, the /ui
+console unless MQLITE_UI=off), the opt-in /metrics, the authenticated 404 catch-all and
+the lifespan that opens the engine and the maintenance loops; RPCs are dispatched in
+front of it (``rpc.py``).
 """
 
 from __future__ import annotations
@@ -12,6 +13,7 @@ import contextlib
 import dataclasses
 import json
 import logging
+import os
 from collections.abc import AsyncIterator
 from typing import Any
 
@@ -32,8 +34,10 @@ from mqlite.server.http_metrics import HttpMeasurements
 from mqlite.server.intake import Intake
 from mqlite.server.logging import AccessLogMiddleware, configure
 from mqlite.server.logging import stop as stop_logging
+from mqlite.server.replication import ReplicationProbe
 from mqlite.server.rpc import RpcDispatcher
 from mqlite.server.runtime import Runtime
+from mqlite.server.ui import Console
 from mqlite.types import AccessKey
 from mqlite.version import VERSION as __version__
 
@@ -58,6 +62,7 @@ class BrokerApp:
         self._clock = clock
         self.runtime: Runtime | None = None
         self.http_metrics = HttpMeasurements(r.name for r in wire.ROUTES)
+        self.replication: ReplicationProbe | None = None
         self.intake = Intake()
         self.authenticator = auth.Authenticator(
             settings.tokens, settings.monitor_tokens, self._lookup_key, self._key_refusal
@@ -67,6 +72,10 @@ class BrokerApp:
             Route("/healthz", self.healthz, methods=ANY),
         ]
         routes.append(Route("/openapi.json", self.openapi, methods=["GET"]))
+        if settings.ui:
+            console = Console()
+            routes.append(Route("/ui", console.root, methods=ANY))
+            routes.append(Route("/ui/{path:path}", console.asset, methods=ANY))
         if settings.metrics:
             routes.append(Route("/metrics", self.metrics_endpoint, methods=["GET"]))
         routes.append(Route("/{path:path}", self.not_found, methods=ANY))
@@ -107,8 +116,12 @@ class BrokerApp:
             dlq_defaults=DLQBounds(s.dlq_max_age_ms, s.dlq_max_count, s.dlq_max_bytes),
             disk=DiskLimits(s.disk_floor_bytes, s.disk_reserve_bytes),
             auth_token=s.db_auth_token,
+            checkpoint=s.checkpoint,
         )
         self.runtime = Runtime(engine)
+        self.replication = ReplicationProbe.from_env(
+            os.environ, engine.store.location.path, engine.now_ms
+        )
         self.started_ms = engine.now_ms()
         scheduler = MaintenanceScheduler(engine)
         scheduler.start()  # marks the tasks it runs as enabled (engine.maintenance_runs)
@@ -142,7 +155,12 @@ class BrokerApp:
         caller's access."""
         assert self.runtime is not None
         observed = await asyncio.to_thread(self.runtime.engine.observe)
-        return dataclasses.replace(observed, access=access, http=self.http_metrics.snapshot())
+        extra: dict[str, Any] = {}
+        if self.replication is not None:  # Litestream's socket: off the event loop too
+            extra["replication"] = await asyncio.to_thread(self.replication.snapshot)
+        return dataclasses.replace(
+            observed, access=access, http=self.http_metrics.snapshot(), **extra
+        )
 
     # -- open endpoints -------------------------------------------------------------------
 
@@ -159,6 +177,8 @@ class BrokerApp:
         }
         if self.settings.metrics:
             card["metrics"] = "/metrics"
+        if self.settings.ui:
+            card["ui"] = "/ui"
         return JSONResponse(card)
 
     async def healthz(self, _: Request) -> Response:
@@ -169,7 +189,7 @@ class BrokerApp:
 
     async def not_found(self, request: Request) -> Response:
         """404 after authentication (401 first), except the open console paths, which are
-        404 for everyone while no console is served."""
+        404 for everyone when the console is off (MQLITE_UI=off)."""
         path = request.url.path
         if not auth.is_exempt(path):
             try:

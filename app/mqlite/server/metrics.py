@@ -53,12 +53,33 @@ class _ObservationCollector(Collector):
         yield from self._http()
         yield from self._storage()
         yield from self._maintenance()
+        yield from self._replication()
         f = CounterMetricFamily(
             "mqlite_filter_failures", "Subscription filter routing failures.", labels=["stage"]
         )
         for ff in self.o.filters:
             f.add_metric([ff.stage], ff.count)
         yield f
+
+    def _replication(self) -> Iterator[Metric]:
+        """Litestream's lag: the two measured gauges are absent unless it answered."""
+        rep = self.o.replication
+        yield GaugeMetricFamily(
+            "mqlite_replication_enabled",
+            "1 when the database is replicated by Litestream (MQLITE_REPLICA_URL).",
+            value=int(rep.state != "disabled"),
+        )
+        if rep.lag_seconds is not None and rep.last_sync_at_ms is not None:
+            yield GaugeMetricFamily(
+                "mqlite_replication_lag_seconds",
+                "Age of Litestream's last successful sync to the replica.",
+                value=rep.lag_seconds,
+            )
+            yield GaugeMetricFamily(
+                "mqlite_replication_last_sync_timestamp_seconds",
+                "Time of Litestream's last successful sync to the replica.",
+                value=rep.last_sync_at_ms / 1000,
+            )
 
     def _health(self) -> Iterator[Metric]:
         ob, c, rt = self.o, self.o.collection, self.o.runtime

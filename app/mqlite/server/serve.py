@@ -78,6 +78,8 @@ def run(settings: Settings) -> int:
         if settings.diagnostic_log:
             diagnostic_log.check(settings.diagnostic_log)
         check_lock_free(settings.db)
+        if settings.test_kill_point:
+            _arm_kill_point(settings.test_kill_point)
     except errors.MQLiteError as exc:
         return refuse(exc.message)
     problem = bind_problem(*settings.host_port)
@@ -88,10 +90,31 @@ def run(settings: Settings) -> int:
     return 0
 
 
+def _arm_kill_point(spec: str) -> None:
+    """Test-only (``check_serve`` allowed it): armed in the master, so the worker forked
+    from it inherits the point (imported only here: the master stays small otherwise)."""
+    from mqlite.engine import killpoints
+
+    kill_point = killpoints.parse(spec)
+    killpoints.arm(kill_point)
+    jsonlog.write_line(
+        sys.stderr,
+        f"TEST HOOK: this broker SIGKILLs itself at kill point {spec} "
+        "(MQLITE_TEST_HOOKS=on); never run it with real data",
+        level=logging.WARNING,
+        kill_point=kill_point.point,
+    )
+
+
 def refuse(message: str) -> int:
     """A startup refusal: ONE JSON line on stderr, exit 1 (nothing was started)."""
     jsonlog.write_line(sys.stderr, message, level=logging.ERROR)
     return 1
+
+
+def note(message: str) -> None:
+    """One informational JSON line on stdout (the replica launcher's restore notice)."""
+    jsonlog.write_line(sys.stdout, message)
 
 
 def banner(settings: Settings) -> None:

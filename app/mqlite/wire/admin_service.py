@@ -47,7 +47,7 @@ class DeleteQueueRequest(Request):
     """Delete an empty plain queue, fenced on its generation."""
 
     name: Annotated[str, Doc("the queue name")]
-    generation: Annotated[str, Doc("from ListQueues")]
+    generation: Annotated[str, Doc("the queue's current generation, from ListQueues")]
 
 
 class DeleteQueueResponse(Snapshot):

@@ -192,6 +192,14 @@ class HttpJSON(Snapshot):
     handlers: tuple[RpcHandlerJSON, ...] = ()
 
 
+class ReplicationJSON(Snapshot):
+    """Off-site replication by Litestream; ``disabled`` without MQLITE_REPLICA_URL."""
+
+    state: Annotated[str, Doc("disabled | available | unavailable")] = "disabled"
+    last_sync_at_ms: Annotated[I64 | None, Doc("last successful sync; null if unknown")] = None
+    lag_seconds: Annotated[float | None, Doc("age of the last sync; null if unknown")] = None
+
+
 class ObserveResponse(Snapshot):
     """The canonical broker observation (the source of /metrics, CLI observe, ...)."""
 
@@ -210,6 +218,7 @@ class ObserveResponse(Snapshot):
     maintenance: tuple[MaintenanceTaskJSON, ...] = ()
     filters: tuple[FilterFailureJSON, ...] = ()
     http: HttpJSON = field(default_factory=HttpJSON)
+    replication: ReplicationJSON = field(default_factory=ReplicationJSON)
 
     @classmethod
     def of(cls, observation: Any, access: str | None = None) -> ObserveResponse:
@@ -226,6 +235,9 @@ class ObserveResponse(Snapshot):
             raise errors.Internal("malformed Observe response: read probe availability")
         if self.runtime.db_size_available != (self.runtime.db_size_bytes is not None):
             raise errors.Internal("malformed Observe response: footprint availability")
+        rep = self.replication
+        if (rep.state == "available") != (rep.lag_seconds is not None):
+            raise errors.Internal("malformed Observe response: replication availability")
         hists = [op.duration for op in self.storage.operations]
         hists += [task.duration for task in self.maintenance]
         hists += [h.duration for h in self.http.handlers]

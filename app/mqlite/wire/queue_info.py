@@ -5,13 +5,23 @@ nested) and ``QueueInfoJSON`` (a ListQueues entry, flat), with their conversions
 
 from __future__ import annotations
 
-from typing import Annotated, Literal
+import dataclasses
+from typing import Annotated, Any, Literal
 
 from mqlite import types as t
 
 from .base import I64, Doc, Request, Response, canonical
 
 _QC = t.QueueConfig()
+_CONFIG_FIELDS = tuple(f.name for f in dataclasses.fields(t.QueueConfig))
+
+
+def config_of(shape: Any) -> t.QueueConfig:
+    """A ``QueueConfig`` from a wire shape that carries every config field by its name
+    (both shapes here do: the nested config and the flat ListQueues entry)."""
+    return t.QueueConfig(**{name: getattr(shape, name) for name in _CONFIG_FIELDS})
+
+
 _STANDARD = t.OrderingMode.STANDARD.value
 
 
@@ -51,18 +61,7 @@ class QueueConfigJSON(Request):
         )
 
     def value(self) -> t.QueueConfig:
-        return t.QueueConfig(
-            lock_duration_ms=self.lock_duration_ms,
-            max_delivery_count=self.max_delivery_count,
-            default_ttl_ms=self.default_ttl_ms,
-            dead_letter_on_expire=self.dead_letter_on_expire,
-            dedup_window_ms=self.dedup_window_ms,
-            ordering_mode=self.ordering_mode,
-            dlq_max_age_ms=self.dlq_max_age_ms,
-            dlq_max_count=self.dlq_max_count,
-            dlq_max_bytes=self.dlq_max_bytes,
-            kind=self.kind,
-        )
+        return config_of(self)
 
 
 _DEFAULT_CONFIG = QueueConfigJSON()
@@ -105,16 +104,4 @@ class QueueInfoJSON(Response):
         )
 
     def value(self) -> t.QueueInfo:
-        config = t.QueueConfig(
-            lock_duration_ms=self.lock_duration_ms,
-            max_delivery_count=self.max_delivery_count,
-            default_ttl_ms=self.default_ttl_ms,
-            dead_letter_on_expire=self.dead_letter_on_expire,
-            dedup_window_ms=self.dedup_window_ms,
-            ordering_mode=self.ordering_mode,
-            dlq_max_age_ms=self.dlq_max_age_ms,
-            dlq_max_count=self.dlq_max_count,
-            dlq_max_bytes=self.dlq_max_bytes,
-            kind=self.kind,
-        )
-        return t.QueueInfo(self.name, config, self.generation)
+        return t.QueueInfo(self.name, config_of(self), self.generation)

@@ -106,9 +106,13 @@ class SettleRequest(Request):
     queue: QueueName
     seq_number: SeqNumber
     lock_token: LockToken
-    dead_letter_reason: Annotated[str, Doc("Reject only")] = ""
-    dead_letter_description: Annotated[str, Doc("Reject only")] = ""
-    delay_ms: Annotated[I64, Doc("Abandon only: redeliver after this delay")] = 0
+    dead_letter_reason: Annotated[
+        str, Doc("Reject only: why it was dead-lettered, short (shown by Peek)")
+    ] = ""
+    dead_letter_description: Annotated[
+        str, Doc("Reject only: the details, for whoever inspects the dead letter")
+    ] = ""
+    delay_ms: Annotated[I64, Doc("Abandon only: ms before it can be received again")] = 0
 
 
 class SettleResponse(Snapshot):

@@ -15,7 +15,7 @@ from typing import Any
 from mqlite import errors
 from mqlite.cli.args import output_flag
 from mqlite.cli.commands.local import local_path
-from mqlite.cli.context import Context, Failure
+from mqlite.cli.context import Context, Failure, UsageError
 from mqlite.cli.output import Progress
 from mqlite.sdk.embedded import restore_snapshot, take_snapshot
 
@@ -27,8 +27,17 @@ def register(sub: Any, common: argparse.ArgumentParser) -> None:
     output_flag(p)
     p.set_defaults(handler=backup)
 
-    p = sub.add_parser("restore", help="verify a snapshot and restore it into an empty dir")
-    p.add_argument("snapshot")
+    p = sub.add_parser(
+        "restore", help="restore a snapshot, or the S3 replica (--from), into an empty dir"
+    )
+    p.add_argument("snapshot", nargs="?", help="a snapshot made by `mqlite backup`")
+    p.add_argument(
+        "--from",
+        dest="replica",
+        metavar="S3_URL",
+        help="the Litestream replica s3://bucket/path (endpoint, region and credentials "
+        "from MQLITE_REPLICA_*, as for the broker; docs/replication.md)",
+    )
     p.add_argument("--data-dir", required=True, help="empty (or new) directory for mq.db")
     output_flag(p)
     p.set_defaults(handler=restore)
@@ -72,6 +81,18 @@ def backup(ctx: Context) -> int:
 
 
 def restore(ctx: Context) -> int:
+    if (ctx.args.snapshot is None) == (ctx.args.replica is None):
+        raise UsageError("give a SNAPSHOT or --from s3://bucket/path (one of them)")
+    if ctx.args.replica is not None:
+        from mqlite.cli.replicate import restore_replica
+
+        target = restore_replica(os.environ, ctx.args.replica, ctx.args.data_dir)
+        if ctx.out.json:
+            ctx.out.obj({"path": target, "from": ctx.args.replica, "integrity": "ok"})
+        else:
+            ctx.out.line(f"restored {ctx.args.replica} -> {target}: integrity ok")
+            ctx.out.line(f"start it with MQLITE_DB=file:{target}")
+        return 0
     try:
         target, digest, facts = restore_snapshot(ctx.args.snapshot, ctx.args.data_dir)
     except errors.BackupFailed as exc:

@@ -1,0 +1,310 @@
+"""The tool table: every tool ``mqlite-mcp`` offers, in the order ``tools/list`` shows them.
+
+Each entry names the wire route it forwards to, what it does to the broker (``Effect``)
+and, in words for a model, what it does and when to use it; schemas, credentials,
+idempotency and requests are derived (``tool``). Every route of ``wire.ROUTES`` is served
+by a tool or named in ``NOT_TOOLS`` with the reason, and ``tests/mcp`` fails otherwise:
+a new RPC cannot be forgotten, only deliberately left out.
+
+Kept small on purpose (original-behaviour §10: over-specified tools make models misuse
+them): one message per send, one lock per settle call.
+"""
+
+from __future__ import annotations
+
+import uuid
+from collections.abc import Mapping
+from types import MappingProxyType
+from typing import Any
+
+from mqlite import errors, wire
+
+from .tool import Arguments, Effect, Tool
+
+R, W, D = Effect.READ, Effect.WRITE, Effect.DESTRUCTIVE
+
+SETTLE = ("queue", "seq_number", "lock_token")
+
+# -- what a few tools add to the wire ----------------------------------------------------
+
+
+def _send_route(args: Arguments) -> tuple[wire.Route[Any, Any], Arguments]:
+    """A future ``scheduled_enqueue_time_ms`` is the Schedule route (same request)."""
+    at = args.get("scheduled_enqueue_time_ms", 0)
+    return (wire.SCHEDULE if isinstance(at, int) and at > 0 else wire.SEND), args
+
+
+def _sent(response: wire.SendResponse) -> dict[str, int]:
+    return {"seq_number": response.seq_numbers[0]}
+
+
+def _receive_attempt(args: Arguments) -> tuple[wire.Route[Any, Any], Arguments]:
+    """Every Receive carries a fresh attempt id, as the SDK's do: the client's retry of
+    a lost answer then replays the same batch instead of claiming a second one."""
+    return wire.RECEIVE, {**args, "receive_attempt_id": uuid.uuid4().hex}
+
+
+def _renewed(response: wire.RenewBatchResponse) -> dict[str, int]:
+    """A one-item RenewBatch is the SDK's renew (``calls.STAND_INS``): it reports the
+    committed deadline, and a stale lock is ``lock_lost`` as from Renew."""
+    (item,) = response.results
+    if not item.ok:
+        raise errors.LockLost(
+            f"lock lost on message {item.seq_number}: wrong or expired lock token"
+        )
+    return {"seq_number": item.seq_number, "locked_until_ms": item.locked_until_ms}
+
+
+PURGE_ALL = {
+    "description": "true = delete EVERY dead letter of the queue (required when neither "
+    "max nor older_than_ms bounds the purge)",
+    "type": "boolean",
+    "default": False,
+}
+
+
+def _purge_bounded(args: Arguments) -> tuple[wire.Route[Any, Any], Arguments]:
+    """The wire purges the whole DLQ when both bounds are zero; a tool call must say so."""
+    everything = args.pop("all", False)
+    bounded = bool(args.get("max") or args.get("older_than_ms"))
+    if everything is True and bounded:
+        raise errors.InvalidArgument(
+            "purge: give a bound (max, older_than_ms) or all: true, not both"
+        )
+    if everything is not True and not bounded:
+        raise errors.InvalidArgument(
+            "purge needs a bound (max and/or older_than_ms) or all: true to delete every "
+            "dead letter of the queue"
+        )
+    return wire.PURGE, args
+
+
+# -- the table ---------------------------------------------------------------------------
+
+TOOLS: tuple[Tool, ...] = (
+    Tool(
+        "observe",
+        wire.OBSERVE,
+        R,
+        "The broker's complete observation, the same snapshot /metrics and `mqlite "
+        "observe` read: availability and freshness (`collection.state`: read it first; "
+        "`queues` is null while the collection is unavailable), per-queue gauges (backlog "
+        "by state, oldest message age, dead letters), committed message effects, storage "
+        "operations, maintenance tasks and their recent failures, filter failures and HTTP "
+        "measurements. Takes no arguments. Counters reset when the broker restarts. Use it "
+        "to check health, or find backed-up or failing queues, before acting.",
+    ),
+    Tool(
+        "list_queues",
+        wire.LIST_QUEUES,
+        R,
+        "List every queue (subscription backing queues included) with its whole "
+        "configuration and its `generation`, which delete_queue needs. Use it to see what "
+        "exists before sending to or receiving from a queue.",
+    ),
+    Tool(
+        "create_queue",
+        wire.CREATE_QUEUE,
+        W,
+        "Create a queue, or reconfigure an existing one of the same kind; repeating the "
+        "call is harmless. Every `config` field is optional and omitted ones take their "
+        "defaults (lock_duration_ms 30000, max_delivery_count 10, standard ordering, no "
+        "TTL, no dedup window).",
+    ),
+    Tool(
+        "delete_queue",
+        wire.DELETE_QUEUE,
+        D,
+        "Destructive: delete an empty plain queue for good. Pass the `generation` that "
+        "list_queues reports: a queue deleted and created again since has another one, and "
+        "the call is refused instead of deleting the newer queue.",
+    ),
+    Tool(
+        "subscribe",
+        wire.SUBSCRIBE,
+        W,
+        "Create or update subscription `name` on `topic`: each message sent to the topic "
+        "is copied into the subscription's backing queue (named `name`; receive from it) "
+        "when `filter.expr` matches it (absent or empty = every message). Check an "
+        "expression with test_filter first.",
+    ),
+    Tool(
+        "unsubscribe",
+        wire.UNSUBSCRIBE,
+        D,
+        "Destructive: remove subscription `name` from `topic` together with its (empty) "
+        "backing queue; later messages to the topic are no longer copied to it.",
+    ),
+    Tool(
+        "list_subscriptions",
+        wire.LIST_SUBSCRIPTIONS,
+        R,
+        "List every subscription with its topic and filter expression, by topic then name.",
+    ),
+    Tool(
+        "test_filter",
+        wire.TEST_FILTER,
+        R,
+        "Dry-run a subscription filter expression: whether it compiles (`valid`, `error`) "
+        "and, given a sample `message`, whether a publish would route that message to the "
+        "subscription (`matched`). Changes nothing.",
+    ),
+    Tool(
+        "send",
+        wire.SEND,
+        W,
+        "Send ONE message to a queue or topic; returns its `seq_number`. Give the payload "
+        "as `body` (UTF-8 text) or `body_base64` (binary). `message_id` deduplicates a "
+        "resend on a queue with a dedup window; `group_id` keeps a group in order (required "
+        "on group_fifo queues); `scheduled_enqueue_time_ms` (epoch ms, in the future) holds "
+        "delivery until then (cancel can take it back); `ttl_ms` bounds its life.",
+        one="messages",
+        prepare=_send_route,
+        finish=_sent,
+        also=(wire.SCHEDULE,),
+    ),
+    Tool(
+        "receive",
+        wire.RECEIVE,
+        W,
+        "Receive up to `max_messages` (default 1) under a peek-lock, waiting up to "
+        "`wait_time_ms` (at most 20000) for the first one. Each message has a "
+        "`seq_number` and a `lock_token`: settle every message before its "
+        "`locked_until_ms` with complete (done), abandon (retry later), reject "
+        "(dead-letter) or defer, or renew it to keep working. Delivery is at-least-once, so "
+        "handle messages idempotently.",
+        fields=("queue", "max_messages", "wait_time_ms"),
+        prepare=_receive_attempt,
+        repeatable=False,
+    ),
+    Tool(
+        "complete",
+        wire.COMPLETE,
+        W,
+        "Acknowledge a received message once it is handled: it is deleted from the queue. "
+        "A `lock_lost` error means the lock expired or the token is wrong, and the message "
+        "may be delivered again.",
+        fields=SETTLE,
+    ),
+    Tool(
+        "abandon",
+        wire.ABANDON,
+        W,
+        "Give a received message back unhandled: it can be received again after "
+        "`delay_ms` (default at once). After the queue's max_delivery_count deliveries it "
+        "is dead-lettered instead.",
+        fields=(*SETTLE, "delay_ms"),
+    ),
+    Tool(
+        "reject",
+        wire.REJECT,
+        W,
+        "Dead-letter a received message that cannot be handled, with a "
+        "`dead_letter_reason` and `dead_letter_description` for whoever looks at it (peek "
+        "with state dead_lettered; redrive brings it back).",
+        fields=(*SETTLE, "dead_letter_reason", "dead_letter_description"),
+    ),
+    Tool(
+        "renew",
+        wire.RENEW_BATCH,
+        W,
+        "Extend the lock of a received message by the queue's lock duration, for work "
+        "that outlasts the lock; returns the new `locked_until_ms`.",
+        one="messages",
+        finish=_renewed,
+    ),
+    Tool(
+        "defer",
+        wire.DEFER,
+        W,
+        "Set a received message aside without settling it: only receive_deferred with its "
+        "`seq_number` gets it back, so keep that number.",
+        fields=SETTLE,
+    ),
+    Tool(
+        "receive_deferred",
+        wire.RECEIVE_DEFERRED,
+        W,
+        "Lock deferred messages by their `seq_numbers` (from defer), to settle them like "
+        "received ones; numbers of messages that are not deferred are skipped.",
+    ),
+    Tool(
+        "peek",
+        wire.PEEK,
+        R,
+        "Browse a queue's messages without locking or changing them, from `from_seq` on, "
+        "optionally only those in one `state` (e.g. dead_lettered, with their reasons). "
+        "Never returns a lock token: receive to process a message.",
+    ),
+    Tool(
+        "stats",
+        wire.STATS,
+        R,
+        "A queue's message counts by state and the age of its oldest active or locked "
+        "message: is it backing up, are dead letters piling up?",
+    ),
+    Tool(
+        "redrive",
+        wire.REDRIVE,
+        W,
+        "Move dead letters back to active (or into queue `target`), oldest first, at most "
+        "`max` of them and only those older than `older_than_ms` (0 = no bound), optionally "
+        "paced; returns how many moved. Fix what failed them first, or they fail again.",
+    ),
+    Tool(
+        "purge",
+        wire.PURGE,
+        D,
+        "Destructive: permanently delete a queue's dead letters, oldest first; returns how "
+        "many. Bound it with `max` and/or `older_than_ms`, or pass `all: true` to empty the "
+        "whole dead-letter queue; a call with neither is refused. Look first (peek with "
+        "state dead_lettered): this cannot be undone.",
+        extra={"all": PURGE_ALL},
+        prepare=_purge_bounded,
+    ),
+    Tool(
+        "cancel",
+        wire.CANCEL,
+        D,
+        "Destructive: delete a scheduled message that has not been delivered yet, by the "
+        "`seq_number` send returned for it.",
+    ),
+    Tool(
+        "create_key",
+        wire.CREATE_KEY,
+        W,
+        "Issue a managed access key with `permissions` (send, listen, or manage, which "
+        "includes both) under an `id` you choose (32 lowercase hex characters) and keep. "
+        "The result holds the secret `token` ONCE: store it securely and never paste it "
+        "into prompts or files. Never retry with a new id after an unclear failure: look "
+        "the id up with list_keys, revoke it and issue a replacement.",
+    ),
+    Tool(
+        "list_keys",
+        wire.LIST_KEYS,
+        R,
+        "Page through access key metadata (never secrets), revoked and expired keys "
+        "included: pass each page's `next_after_id` as `after_id` until it is absent, "
+        "keeping the same `sort`.",
+    ),
+    Tool(
+        "revoke_key",
+        wire.REVOKE_KEY,
+        D,
+        "Destructive: revoke a managed access key by its public `id`, for good (revoking "
+        "again succeeds); clients using it are refused from then on.",
+    ),
+)
+
+NOT_TOOLS: Mapping[str, str] = MappingProxyType(
+    {
+        wire.COMPLETE_BATCH.name: "a throughput path for SDK consumers; an agent settles "
+        "one message per call (complete)",
+        wire.RENEW.name: "answers only ok: the renew tool sends a one-item RenewBatch, "
+        "which reports the committed deadline (the SDK's renew does the same)",
+        wire.STATUS.name: "a subset of what observe reports (version, backend, footprint, "
+        "counts); one health view keeps an agent from guessing which to call",
+    }
+)
+
+BY_NAME: Mapping[str, Tool] = MappingProxyType({t.name: t for t in TOOLS})

@@ -1,0 +1,91 @@
+// One queue: its configuration, live counts by state, Peek, a test send, dead-letter
+// redrive/purge and deletion.
+
+import { dl, fill, fillIfChanged, h } from "../dom.js";
+import { count, duration } from "../format.js";
+import { peekPanel } from "../messages.js";
+import { STATES } from "../observe.js";
+import { deadLetterPanel, deletePanel, sendPanel } from "../queue_actions.js";
+import { errorView, pageTitle, panel, setFlash } from "../ui.js";
+
+const ms = (v) => (v ? `${v} ms (${duration(v)})` : "0");
+const dlqBound = (v, unit) => (v === 0 ? "inherit broker default" : v < 0 ? "unbounded" : `${v}${unit}`);
+
+function configView(info) {
+  return dl([
+    ["Kind", info.kind],
+    ["Ordering", info.ordering_mode || "standard"],
+    ["Lock duration", ms(info.lock_duration_ms)],
+    ["Max deliveries", String(info.max_delivery_count)],
+    ["Default TTL", info.default_ttl_ms ? ms(info.default_ttl_ms) : "unlimited"],
+    ["On expiry", info.dead_letter_on_expire === false ? "discard" : "dead-letter"],
+    ["Dedup window", info.dedup_window_ms ? ms(info.dedup_window_ms) : "off"],
+    ["DLQ max age", dlqBound(info.dlq_max_age_ms || 0, " ms")],
+    ["DLQ max count", dlqBound(info.dlq_max_count || 0, "")],
+    ["DLQ max bytes", dlqBound(info.dlq_max_bytes || 0, " B")],
+    ["Generation", info.generation || "(legacy)"],
+  ]);
+}
+
+function statsView(s) {
+  return dl(
+    [
+      ...STATES.map((st) => [st.replace("_", "-"), count(s[st])]),
+      ["total", count(s.total)],
+      ["oldest active/locked", duration(s.oldest_message_age_ms)],
+    ],
+    "facts stats",
+  );
+}
+
+export function mount(root, ctx, name) {
+  let alive = true; // false once the operator navigated away (the loads below are async)
+  let dead = null;
+  const statsBox = h("div", { class: "live-data", id: "queue-stats" });
+  fill(root, pageTitle(name), h("p", { class: "muted" }, "Loading…"));
+  let info = null;
+  const refreshStats = async () => {
+    const s = await ctx.api.call("QueueService/Stats", { queue: name });
+    dead = s.dead_lettered;
+    fillIfChanged(statsBox, JSON.stringify(s), () => statsView(s));
+  };
+  (async () => {
+    try {
+      const listed = await ctx.api.call("AdminService/ListQueues", {});
+      info = (listed.queues || []).find((q) => q.name === name);
+    } catch (err) {
+      if (alive) fill(root, pageTitle(name), errorView(err));
+      return;
+    }
+    if (!alive) return;
+    if (!info) {
+      fill(root, pageTitle(name), panel("No such queue", h("p", {}, `There is no queue named ${name}.`), h("p", {}, h("a", { href: "#/queues" }, "All queues"))));
+      root.querySelector("#page-title").focus();
+      return;
+    }
+    const refreshNow = () => ctx.poller.refresh();
+    const onDeleted = () => {
+      setFlash(`Deleted the queue ${name}.`);
+      location.hash = "#/queues";
+    };
+    fill(
+      root,
+      pageTitle(name, h("p", {}, h("a", { href: "#/queues" }, "← All queues"))),
+      h(
+        "div",
+        { class: "columns" },
+        panel("Messages by state", statsBox),
+        panel("Configuration", configView(info)),
+      ),
+      peekPanel(ctx, name),
+      sendPanel(ctx, name, refreshNow),
+      deadLetterPanel(ctx, name, () => dead, refreshNow),
+      deletePanel(ctx, info, onDeleted),
+    );
+    root.querySelector("#page-title").focus();
+    ctx.poller.start(refreshStats);
+  })();
+  return () => {
+    alive = false;
+  };
+}

@@ -1,0 +1,29 @@
+"""MCP fixtures: one real broker per module (admin and monitor tokens configured); the
+``mqlite-mcp`` processes are started per test by ``mcp_support``."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+from mcp_support import MONITOR_TOKEN, Broker, BrokerFactory
+
+
+@pytest.fixture(scope="module")
+def broker(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Broker]:
+    factory = BrokerFactory(tmp_path_factory.mktemp("broker"))
+    try:
+        yield factory({"MQLITE_MONITOR_TOKENS": MONITOR_TOKEN})
+    finally:
+        factory.teardown()
+
+
+@pytest.fixture
+def broker_factory(tmp_path: Path) -> Iterator[BrokerFactory]:
+    """Brokers of one test's own (to stop one under a live session)."""
+    factory = BrokerFactory(tmp_path / "brokers")
+    try:
+        yield factory
+    finally:
+        factory.teardown()

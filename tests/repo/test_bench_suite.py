@@ -1,0 +1,87 @@
+"""The ``make bench`` harness (tests/bench/suite) in its tiny mode: it measures every
+scenario on mqlite embedded, mqlite over HTTP (a real ``mqlite serve`` it starts and
+stops) and the raw sqlite3 floor, writes the results file, regenerates only the marked
+section of the report, and ``--compare`` shows the change of a figure. The figures
+themselves are not asserted: this proves the harness works, not how fast anything is."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+REPO = Path(__file__).resolve().parents[2]
+RUN = REPO / "tests" / "bench" / "suite" / "run.py"
+SYSTEMS = ("mqlite", "sqlite3", "mqlite-http-sdk")
+BEGIN, END = "<!-- bench:begin -->", "<!-- bench:end -->"
+
+
+def bench(*args: str) -> subprocess.CompletedProcess[str]:
+    done = subprocess.run([sys.executable, str(RUN), *args],
+                          capture_output=True, text=True, timeout=180)  # fmt: skip
+    assert done.returncode == 0, done.stderr[-3000:]
+    return done
+
+
+def test_tiny_run_measures_every_scenario_and_regenerates_only_the_marked_section(
+    tmp_path: Path,
+) -> None:
+    out, docs = tmp_path / "results.json", tmp_path / "benchmarks.md"
+    docs.write_text(
+        f"# Benchmarks\n\nhand-written intro\n\n{BEGIN}\nstale table\n{END}\n\n## kept\n"
+    )
+    bench("--tiny", "--systems", ",".join(SYSTEMS), "--no-plots",
+          "--out", str(out), "--docs", str(docs), "--dir", str(tmp_path))  # fmt: skip
+    data = json.loads(out.read_text())
+    cells = data["cells"]
+    seen = {(c["system"], c["scenario"]) for c in cells}
+    for system in SYSTEMS:
+        for scenario in ("produce_1", "produce_64", "drain"):
+            reps = [c for c in cells if (c["system"], c["scenario"]) == (system, scenario)]
+            assert len(reps) == data["meta"]["reps"] == 2, (system, scenario)
+            assert all(c["rate"] > 0 and c["client_cpu_us"] > 0 for c in reps)
+    # The body-size sweep runs on mqlite and the floor only, up to 1 MiB bodies.
+    assert ("mqlite", "deliver_1048576") in seen and ("sqlite3", "deliver_64") in seen
+    assert ("mqlite-http-sdk", "deliver_64") not in seen
+    http = [c for c in cells if c["system"] == "mqlite-http-sdk"]
+    assert all(c["broker_cpu_us"] is not None and c["broker_peak_rss_kb"] > 0 for c in http)
+    one = [c for c in cells if c["scenario"] == "produce_1"]
+    assert all(0 < c["p50_us"] <= c["p99_us"] for c in one)
+    assert all(c["db_b"] > 0 for c in one if c["system"] != "mqlite-http-sdk")
+
+    # RSS of the harness and of every server it started, sampled across the whole run.
+    rss = data["rss_kb_over_run"]
+    assert set(rss) == {"harness", "mqlite-http"}
+    assert all(pts and all(kb > 0 for _t, kb in pts) for pts in rss.values())
+
+    text = docs.read_text()
+    assert text.startswith("# Benchmarks\n\nhand-written intro\n\n")
+    assert text.endswith(f"{END}\n\n## kept\n")
+    assert text.count(BEGIN) == 1 and "stale table" not in text
+    section = text.split(BEGIN)[1]
+    for system in SYSTEMS:
+        assert f"| {system} | " in section
+    assert "| mqlite | " in section and "1.00×" in section  # the baseline row
+
+    # A second run replaces the section (here: the floor alone) instead of appending one.
+    bench("--tiny", "--systems", "sqlite3", "--no-plots",
+          "--out", str(out), "--docs", str(docs), "--dir", str(tmp_path))  # fmt: skip
+    again = docs.read_text()
+    assert again.count(BEGIN) == 1 and again.endswith(f"{END}\n\n## kept\n")
+    assert "| sqlite3 | " in again and "| mqlite-http-sdk | " not in again
+
+
+def test_compare_prints_the_change_of_every_figure(tmp_path: Path) -> None:
+    cell = {"system": "mqlite", "scenario": "produce_1", "rep": 0, "n": 10, "body": 256,
+            "wall_s": 1.0, "rate": 1000.0, "client_cpu_us": 50.0, "broker_cpu_us": None,
+            "client_peak_rss_kb": 40_000, "broker_peak_rss_kb": None, "written_b": 4096.0,
+            "db_b": 300.0, "p50_us": 80.0, "p99_us": 200.0}  # fmt: skip
+    old, new = tmp_path / "old.json", tmp_path / "new.json"
+    old.write_text(json.dumps({"meta": {}, "cells": [cell]}))
+    new.write_text(json.dumps({"meta": {}, "cells": [dict(cell, rate=500.0, p99_us=300.0)]}))
+    lines = bench("--compare", str(old), "--against", str(new)).stdout.splitlines()
+    rate = next(line for line in lines if " rate " in line)
+    assert rate.split()[-3:] == ["1,000.0", "500.0", "-50.0%"]
+    assert next(line for line in lines if " p99_us " in line).endswith("+50.0%")
+    assert next(line for line in lines if " client_cpu_us " in line).endswith("+0.0%")
