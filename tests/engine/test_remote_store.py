@@ -154,3 +154,6 @@ def test_a_lost_commit_acknowledgement_is_outcome_unknown_and_dedup_reconciles(
     finally:
         proxy.kill()
         proxy.wait()
+        for pipe in (proxy.stdin, proxy.stdout):
+            if pipe is not None:
+                pipe.close()
