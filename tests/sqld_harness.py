@@ -7,14 +7,16 @@ Imported as a plain module (tests/ has no ``__init__.py``; pytest puts it on sys
 
 from __future__ import annotations
 
+import contextlib
 import os
 import signal
 import socket
 import subprocess
+import threading
 import time
 from pathlib import Path
 
-import libsql
+from mqlite.engine.hrana import HranaClient, Result
 
 REPO = Path(__file__).resolve().parents[1]
 INSTALLER = REPO / "ops" / "ci" / "install-sqld.sh"
@@ -63,11 +65,14 @@ class Sqld:
         while time.monotonic() < deadline:
             if self.proc.poll() is not None:
                 raise RuntimeError(f"sqld exited with {self.proc.returncode}")
+            probe = HranaClient(self.url, timeout_s=1.0)
             try:
-                libsql.connect(self.url, isolation_level=None).execute("SELECT 1").fetchall()
+                probe.execute("SELECT 1", (), keep_stream=False)
                 return self
-            except ValueError:
+            except OSError:
                 time.sleep(0.02)
+            finally:
+                probe.drop()
         raise RuntimeError(f"sqld did not answer on {self.url} within {timeout_s} s")
 
     def stop(self, sig: int = signal.SIGTERM) -> None:
@@ -83,18 +88,78 @@ class Sqld:
 def reset_database(url: str) -> None:
     """Drop every table (and so its indexes) of the database behind ``url``: each test
     starts on an empty database without paying a server start."""
-    conn = libsql.connect(url, isolation_level=None)
+    client = HranaClient(url, timeout_s=10.0)
+
+    def run(sql: str, keep: bool) -> Result:
+        outcome, _ = client.execute(sql, (), keep_stream=keep)
+        assert isinstance(outcome, Result), outcome
+        return outcome
+
     names = [
         r[0]
-        for r in conn.execute(
-            "SELECT name FROM sqlite_master WHERE type='table' AND name NOT LIKE 'sqlite_%'"
-        ).fetchall()
+        for r in run(
+            "SELECT name FROM sqlite_master WHERE type='table' AND name NOT LIKE 'sqlite_%'",
+            False,
+        ).rows
     ]
     if names:
-        conn.execute("PRAGMA foreign_keys=OFF")
-        conn.execute("BEGIN IMMEDIATE")
+        run("PRAGMA foreign_keys=OFF", True)
+        run("BEGIN IMMEDIATE", True)
         for name in names:
-            conn.execute(f'DROP TABLE IF EXISTS "{name}"')
-        conn.execute("COMMIT")
-        conn.execute("PRAGMA foreign_keys=ON")
-    conn.close()
+            run(f'DROP TABLE IF EXISTS "{name}"', True)
+        run("COMMIT", True)
+        run("PRAGMA foreign_keys=ON", False)
+    client.drop()
+
+
+class StallProxy:
+    """A TCP proxy to ``port`` in this process that can stop forwarding (``stall()``, or
+    ``stall(after=b"COMMIT")``: once a request carrying it has been forwarded, so it is
+    applied and its answer held): the server looks alive (connections stay open) but
+    never answers, the fault a socket timeout must turn into an error. ``close()`` ends
+    it and its connections."""
+
+    def __init__(self, port: int) -> None:
+        self._upstream = port
+        self._stalled = threading.Event()
+        self._after: bytes | None = None
+        self._closed = threading.Event()
+        self._sockets: list[socket.socket] = []
+        self._listener = socket.create_server(("127.0.0.1", 0))
+        self.url = f"http://127.0.0.1:{self._listener.getsockname()[1]}"
+        threading.Thread(target=self._accept, daemon=True).start()
+
+    def stall(self, after: bytes | None = None) -> None:
+        if after is None:
+            self._stalled.set()
+        self._after = after
+
+    def _accept(self) -> None:
+        while not self._closed.is_set():
+            try:
+                client, _ = self._listener.accept()
+            except OSError:
+                return
+            upstream = socket.create_connection(("127.0.0.1", self._upstream))
+            self._sockets += [client, upstream]
+            for src, dst in ((client, upstream), (upstream, client)):
+                threading.Thread(target=self._pump, args=(src, dst), daemon=True).start()
+
+    def _pump(self, src: socket.socket, dst: socket.socket) -> None:
+        try:
+            while data := src.recv(65536):
+                while self._stalled.is_set() and not self._closed.is_set():
+                    time.sleep(0.01)  # hold the bytes: neither forwarded nor refused
+                dst.sendall(data)
+                if self._after is not None and self._after in data:
+                    self._stalled.set()
+        except OSError:
+            pass
+
+    def close(self) -> None:
+        self._closed.set()
+        self._listener.close()
+        for s in self._sockets:
+            with contextlib.suppress(OSError):
+                s.shutdown(socket.SHUT_RDWR)
+            s.close()

@@ -52,6 +52,9 @@ DISK_RESERVE_BYTES = 8 << 20  # MQLITE_DISK_RESERVE_BYTES
 DISK_TEND_INTERVAL_MS = 10_000  # how often the reserve is checked and recreated
 
 BUSY_TIMEOUT_MS = 5_000
+# A remote libSQL server must answer each exchange (connect, send, each read) within this:
+# a stalled server fails the call (a storage "io" error; a COMMIT's is outcome_unknown).
+REMOTE_TIMEOUT_S = 10.0
 SYNC_MODES = ("NORMAL", "FULL", "OFF", "EXTRA")
 DEFAULT_SYNC = "NORMAL"
 

@@ -32,9 +32,10 @@ def db_path(tmp_path: Path) -> Path:
 
 
 # MQLITE_CONFORMANCE_REMOTE=1 also runs every conformance test on a real libSQL server
-# (sqld over the remote protocol). Not in `make test` yet: on sqld 0.24.32 63 of the 303
-# tests still fail (statements "interrupted" by the server, issue 16) and the run takes
-# 6.6 min; tests/engine/test_remote_store.py is the remote tier that runs by default.
+# (sqld 0.24.32 over Hrana/HTTP). Not in `make test` yet: 6 of the 303 still fail (the
+# one-broker-per-database lease is not built: 3 DBLocked tests; 3 tests edit the local
+# file directly) and the run takes ~3.5 min; tests/engine/test_remote_store.py is the
+# remote tier that runs by default.
 STORES = ["file", "libsql"] if os.environ.get("MQLITE_CONFORMANCE_REMOTE") == "1" else ["file"]
 
 

@@ -9,6 +9,7 @@ import mqlite
 from mqlite import OutMessage, QueueConfig, errors
 from mqlite.clock import FakeClock
 from mqlite.config import Settings
+from mqlite.engine.hrana import decode_value, encode_value
 from mqlite.engine.remote import bind, parse_remote
 from mqlite.engine.store import parse_dsn
 from sqld_harness import Sqld
@@ -48,11 +49,19 @@ def test_remote_dsn_with_credentials_or_websocket_is_refused(dsn: str) -> None:
     assert "secret" not in str(caught.value) and "abc" not in str(caught.value)
 
 
-def test_bind_numbers_named_slots_and_sends_wide_integers_exactly() -> None:
-    sql, values = bind("SELECT :a, ':a', :b, :a", {"a": 2**53 + 1, "b": "x"})
-    assert sql == "SELECT CAST(?1 AS INTEGER), ':a', ?2, CAST(?1 AS INTEGER)"
-    assert values == [str(2**53 + 1), "x"]
-    assert bind("SELECT ?, ?", (1, True)) == ("SELECT ?1, ?2", [1, 1])
+def test_bind_numbers_named_slots_and_sends_only_the_values_used() -> None:
+    sql, values = bind("SELECT :a, ':a', :b, :a", {"a": 2**53 + 1, "b": "x", "spare": 0})
+    assert sql == "SELECT ?1, ':a', ?2, ?1"
+    assert values == [2**53 + 1, "x"]
+    assert bind("SELECT ?, ?", (1, True)) == ("SELECT ?1, ?2", [1, True])
+
+
+def test_values_are_typed_exactly_on_the_wire() -> None:
+    assert encode_value(2**63 - 1) == {"type": "integer", "value": "9223372036854775807"}
+    assert encode_value(True) == {"type": "integer", "value": "1"}
+    assert encode_value(b"\x00\xff") == {"type": "blob", "base64": "AP8="}
+    assert decode_value({"type": "blob", "base64": "AP8"}) == b"\x00\xff"  # unpadded
+    assert decode_value(encode_value(1.5)) == 1.5 and decode_value({"type": "null"}) is None
 
 
 def test_wide_integers_round_trip_exactly_through_sqld(sqld_server: Sqld, remote_dsn: str) -> None:
@@ -60,9 +69,9 @@ def test_wide_integers_round_trip_exactly_through_sqld(sqld_server: Sqld, remote
 
     conn = RemoteConnection(parse_remote(remote_dsn), "")
     try:
-        value = 2**62 + 1  # the client alone would send this as REAL (4.611686018427388e18)
-        row = conn.execute("SELECT :v, typeof(:v)", {"v": value}).fetchone()
-        assert row == (value, "integer")
+        value = 2**62 + 1  # the libsql client sent this as REAL (4.611686018427388e18)
+        row = conn.execute("SELECT :v, typeof(:v), -:v", {"v": value}).fetchone()
+        assert row == (value, "integer", -value)
     finally:
         conn.close()
 
@@ -122,8 +131,8 @@ def test_unreachable_server_fails_fast_with_a_storage_error(sqld_server: Sqld) -
 def test_a_lost_commit_acknowledgement_is_outcome_unknown_and_dedup_reconciles(
     sqld_server: Sqld, remote_dsn: str
 ) -> None:
-    """The proxy runs in its own process: the libsql client holds the GIL while it waits
-    on the network, so a proxy thread in this process could never answer it."""
+    """The proxy (its own process) forwards the COMMIT, then closes the client's
+    connection without the answer: applied, acknowledgement lost."""
     import subprocess
     import sys
     from pathlib import Path
@@ -157,3 +166,77 @@ def test_a_lost_commit_acknowledgement_is_outcome_unknown_and_dedup_reconciles(
         for pipe in (proxy.stdin, proxy.stdout):
             if pipe is not None:
                 pipe.close()
+
+
+def test_a_stalled_server_fails_the_call_within_the_timeout_while_other_threads_run(
+    sqld_server: Sqld,
+) -> None:
+    """The proxy runs in this process: the client waits in a socket call (GIL released),
+    so the proxy's threads and a ticker keep running while the call waits."""
+    import threading
+    import time
+
+    from mqlite.engine.remote import RemoteConnection, RemoteUnreachable
+    from sqld_harness import StallProxy
+
+    proxy = StallProxy(sqld_server.port)
+    conn = RemoteConnection(parse_remote(proxy.url), "", timeout_s=0.5)
+    outcome: list[BaseException | None] = []
+
+    def stalled_call() -> None:
+        try:
+            conn.execute("SELECT 1")
+            outcome.append(None)
+        except BaseException as exc:  # the worker hands it to the test
+            outcome.append(exc)
+
+    try:
+        assert conn.execute("SELECT 41 + 1").fetchone() == (42,)
+        proxy.stall()
+        worker = threading.Thread(target=stalled_call, daemon=True)
+        started = time.monotonic()
+        worker.start()
+        ticks = 0
+        while worker.is_alive() and time.monotonic() - started < 5.0:
+            ticks += 1  # this thread runs while the call waits: the GIL is not held
+            time.sleep(0.005)
+        waited = time.monotonic() - started
+        assert not worker.is_alive(), "the call through a stalled server did not time out"
+        assert isinstance(outcome[0], RemoteUnreachable) and "timed out" in str(outcome[0])
+        assert 0.4 <= waited < 3.0, waited
+        assert ticks >= 20, ticks  # ~100 expected in 0.5 s
+    finally:
+        conn.close()
+        proxy.close()
+
+
+def test_a_commit_whose_answer_stalls_is_outcome_unknown_within_the_timeout(
+    sqld_server: Sqld, remote_dsn: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The COMMIT reaches the server and applies; its answer never comes back: after the
+    timeout (not a hang) the send is ``OutcomeUnknown``, and a resend with the same
+    message id finds the message there, exactly once."""
+    import time
+
+    from mqlite import defaults
+    from sqld_harness import StallProxy
+
+    monkeypatch.setattr(defaults, "REMOTE_TIMEOUT_S", 0.5)
+    proxy = StallProxy(sqld_server.port)
+    try:
+        mq = mqlite.open_embedded(proxy.url, clock=FakeClock(T0), background=False)
+        try:
+            mq.create_queue("q", QueueConfig(dedup_window_ms=60_000))
+            proxy.stall(after=b"COMMIT")
+            started = time.monotonic()
+            with pytest.raises(errors.OutcomeUnknown):
+                mq.send_one("q", OutMessage(body=b"x", message_id="m1"))
+            assert time.monotonic() - started < 3.0
+        finally:
+            mq.close()
+    finally:
+        proxy.close()
+    with mqlite.open_embedded(remote_dsn, clock=FakeClock(T0), background=False) as again:
+        assert [m.message_id for m in again.peek("q", max=10)] == ["m1"]  # it applied
+        seq = again.send_one("q", OutMessage(body=b"x", message_id="m1"))
+        assert [m.seq_number for m in again.peek("q", max=10)] == [seq]

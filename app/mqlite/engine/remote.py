@@ -1,34 +1,30 @@
 """The remote store's connection: a libSQL server (Turso, or a self-hosted ``sqld``) over
-the libSQL remote protocol (Hrana over HTTP), through the ``libsql`` client from PyPI.
+its HTTP API (Hrana), through our own small client (``hrana.py``: stdlib ``http.client``
+with socket timeouts, values typed exactly).
 
-The engine is written against ``sqlite3.Connection``; this module makes a ``libsql``
-connection behave like one where the engine relies on it, and fixes what the client does
-differently (each found against a real sqld, pinned by ``tests/engine/test_remote_store.py``):
+The engine is written against ``sqlite3.Connection``; ``RemoteConnection`` behaves like one
+where the engine relies on it (``execute``/``executemany``, a cursor with ``fetchone``/
+``fetchall``/``rowcount``/``lastrowid``, iteration, ``in_transaction``):
 
-- **Named parameters** (``:now``) are refused by the client ("Expected a list or tuple"),
-  and positional values are not bound to named slots by the server: each statement is
-  rewritten once to numbered slots (``?1``) and the mapping passed as a list.
-- **Integers outside 32 bits** are sent as REAL (``2**40`` arrives as ``1099511627776.0``;
-  ``2**53 + 1`` loses its last bit). Every epoch-ms timestamp is such an integer, so those
-  slots are rendered ``CAST(?N AS INTEGER)`` with the decimal text as the value: exact.
-- **Errors** arrive as ``ValueError("Hrana: ...")``. They are re-raised as ``sqlite3``
-  exceptions (``IntegrityError`` for a constraint, else ``OperationalError``) so the
-  engine's one translation (``storage_errors.py``) sees a driver error as it does locally;
-  a transport failure (connection refused/reset, HTTP error) is a ``RemoteUnreachable``.
-- **A statement executed twice on one stream** can fail with ``SQLITE_INTERRUPT``
-  (sqld 0.24.32: the second run of the claim's SELECT with three correlated ``EXISTS`` is
-  "interrupted"; a fresh stream or a different text runs it). Each statement is sent
-  with a unique trailing comment, so the server never reuses a cached prepared statement.
-- The cursor is not iterable; ``RemoteCursor`` is.
-
-Transactions: the client runs with ``isolation_level=None`` (the engine issues ``BEGIN
-IMMEDIATE`` itself). After a transport failure the connection is dropped and a fresh one
-is made on next use: a stream whose request may have been cut is never reused.
+- **Parameters**: sqld refuses a named argument the statement does not use (the engine
+  passes ``sqlite3``-style mappings with spare keys), so each statement is rewritten once
+  to numbered slots (``?1``) and only the values it uses are sent, integers as exact
+  decimal strings (64-bit, never REAL).
+- **Streams**: a statement outside a transaction runs on a fresh stream closed in the same
+  round trip (nothing idles on the server); ``BEGIN`` keeps the stream (its baton) for the
+  whole transaction, and ``COMMIT``/``ROLLBACK`` closes it. ``in_transaction`` is the
+  server's own answer (``get_autocommit``, in the same round trip), so a statement that
+  ended the transaction on the server (a failed COMMIT) is seen as such.
+- **Errors** are raised as ``sqlite3`` exceptions so the engine's one translation
+  (``storage_errors.py``) sees a driver error as it does locally: ``IntegrityError`` for a
+  constraint, else ``OperationalError`` with the server's result code; a transport
+  failure (refused, reset, timed out, a 5xx) is ``RemoteUnreachable`` (the request may or
+  may not have been applied), and the stream and its transaction are gone.
 """
 
 from __future__ import annotations
 
-import contextlib
+import os
 import re
 import sqlite3
 from collections.abc import Iterable, Iterator, Mapping, Sequence
@@ -37,13 +33,27 @@ from functools import lru_cache
 from typing import Any
 from urllib.parse import urlsplit
 
-from mqlite import errors
+from mqlite import defaults, errors
+from mqlite.engine.hrana import HranaClient, RequestRefused, StatementError, TransportError
 
 # DSN schemes of a remote libSQL server: Turso's libsql:// (TLS), https://, and http://
 # for a self-hosted sqld on a trusted network. ws(s):// is the legacy WebSocket Hrana.
 REMOTE_SCHEMES = frozenset({"libsql", "http", "https"})
 REFUSED_SCHEMES = frozenset({"ws", "wss"})
-_INT32 = (-(2**31), 2**31 - 1)
+# Primary result codes (sqlite.org/rescode.html) of the server's error names, so the
+# engine classifies a remote failure as a local one (busy, full, io, corrupt, ...).
+_RESULT_CODES = {
+    "SQLITE_PERM": 3,
+    "SQLITE_BUSY": 5,
+    "SQLITE_LOCKED": 6,
+    "SQLITE_READONLY": 8,
+    "SQLITE_INTERRUPT": 9,
+    "SQLITE_IOERR": 10,
+    "SQLITE_CORRUPT": 11,
+    "SQLITE_FULL": 13,
+    "SQLITE_CANTOPEN": 14,
+    "SQLITE_NOTADB": 26,
+}
 
 # A single-quoted string, a double-quoted identifier, a comment, or a parameter slot.
 _TOKENS = re.compile(
@@ -130,42 +140,40 @@ def _slots(sql: str) -> tuple[tuple[str, ...], tuple[str | int, ...]]:
 
 
 def bind(sql: str, params: Sequence[Any] | Mapping[str, Any]) -> tuple[str, list[Any]]:
-    """The statement and positional values the client sends exactly (see module doc)."""
+    """The statement with numbered slots and the values it uses, in order (module doc)."""
     pieces, keys = _slots(sql)
     if not keys:
         return sql, []
     index_of: dict[str | int, int] = {}
-    wide: set[int] = set()
     values: list[Any] = []
     out = [pieces[0]]
     for key, piece in zip(keys, pieces[1:], strict=True):
         index = index_of.get(key)
         if index is None:
             value = params[key] if isinstance(key, str) else params[key - 1]  # type: ignore[call-overload,index]
-            if isinstance(value, bool):
-                value = int(value)
             values.append(value)
             index = index_of[key] = len(values)
-            if isinstance(value, int) and not _INT32[0] <= value <= _INT32[1]:
-                values[-1] = str(value)
-                wide.add(index)
-        out.append(f"CAST(?{index} AS INTEGER)" if index in wide else f"?{index}")
+        out.append(f"?{index}")
         out.append(piece)
     return "".join(out), values
 
 
-def _translate(exc: ValueError) -> sqlite3.Error:
-    text = str(exc)
-    if "SQLITE_CONSTRAINT" in text:
-        return sqlite3.IntegrityError(_message(text))
-    if "SQLite error" in text or "SQL_INPUT_ERROR" in text or "ARGS_INVALID" in text:
-        return sqlite3.OperationalError(_message(text))
-    return RemoteUnreachable(_message(text))
-
-
-def _message(text: str) -> str:
-    m = re.search(r'message: "((?:[^"\\]|\\.)*)"', text)
-    return m.group(1) if m else text.removeprefix("Hrana: ").strip("`")
+def _translate(failure: StatementError) -> sqlite3.Error:
+    """The server's statement error as the ``sqlite3`` exception a local file raises."""
+    code = failure.code
+    exc: sqlite3.Error
+    if code.startswith("SQLITE_CONSTRAINT"):
+        exc = sqlite3.IntegrityError(str(failure).removeprefix("SQLite error: "))
+    else:
+        exc = sqlite3.OperationalError(str(failure).removeprefix("SQLite error: "))
+    primary = next(
+        (n for name, n in _RESULT_CODES.items() if code == name or code.startswith(name + "_")),
+        None,
+    )
+    if primary is not None:
+        exc.sqlite_errorcode = primary
+        exc.sqlite_errorname = code
+    return exc
 
 
 class RemoteCursor:
@@ -197,41 +205,48 @@ class RemoteCursor:
 
 
 class RemoteConnection:
-    """A ``sqlite3.Connection`` look-alike over one libSQL client connection."""
+    """A ``sqlite3.Connection`` look-alike over one HTTP connection to the server."""
 
-    def __init__(self, target: RemoteTarget, auth_token: str) -> None:
+    def __init__(
+        self,
+        target: RemoteTarget,
+        auth_token: str,
+        *,
+        timeout_s: float | None = None,
+    ) -> None:
         self.target = target
-        self._auth_token = auth_token
-        self._conn: Any = None
-        self._sent = 0
+        self._auth_token = auth_token  # never logged, never in a message
+        if timeout_s is None:
+            timeout_s = defaults.REMOTE_TIMEOUT_S  # read at open: a test may shorten it
+        self._timeout_s = timeout_s
+        self._client = HranaClient(target.url, auth_token, timeout_s=timeout_s)
+        self._pid = os.getpid()
         self.in_transaction = False
 
-    def _client(self) -> Any:
-        if self._conn is None:
-            import libsql  # the remote store's own dependency: loaded only when used
-
-            self._conn = libsql.connect(
-                self.target.url, isolation_level=None, auth_token=self._auth_token
-            )
-        return self._conn
-
     def execute(self, sql: str, params: Sequence[Any] | Mapping[str, Any] = ()) -> RemoteCursor:
+        if self._pid != os.getpid():  # a forked child never reuses the parent's exchange
+            self._client = HranaClient(self.target.url, self._auth_token, timeout_s=self._timeout_s)
+            self._pid, self.in_transaction = os.getpid(), False
         text, values = bind(sql, params)
-        verb = sql.lstrip()[:8].upper()
-        self._sent += 1
+        verb = sql.lstrip()[:12].upper()
+        ends = verb.startswith(("COMMIT", "END", "ROLLBACK")) and not verb.startswith("ROLLBACK TO")
+        keep = verb.startswith(("BEGIN", "SAVEPOINT")) or (self.in_transaction and not ends)
         try:
-            cur = self._client().execute(f"{text}\n/* {self._sent} */", values)
-            rows = cur.fetchall() if cur.description else []
-        except ValueError as exc:
-            failure = _translate(exc)
-            if isinstance(failure, RemoteUnreachable):
-                self.reset()
-            raise failure from None
-        if verb.startswith("BEGIN"):
-            self.in_transaction = True
-        elif verb.startswith(("COMMIT", "ROLLBACK", "END")) and not verb.startswith("ROLLBACK T"):
+            outcome, autocommit = self._client.execute(text, values, keep_stream=keep)
+        except TransportError as exc:
             self.in_transaction = False
-        return RemoteCursor(list(rows), cur.rowcount, cur.lastrowid)
+            raise RemoteUnreachable(f"remote database {self.target.masked}: {exc}") from None
+        except RequestRefused as exc:
+            self.in_transaction = False  # the stream (a baton the server no longer knows) is gone
+            refused = sqlite3.OperationalError(f"remote database {self.target.masked}: {exc}")
+            if exc.status in (401, 403):
+                refused.sqlite_errorcode = 3  # SQLITE_PERM: an "io" storage failure
+            raise refused from None
+        self.in_transaction = not autocommit
+        if isinstance(outcome, StatementError):
+            raise _translate(outcome) from None
+        rowcount = -1 if outcome.columns else outcome.affected
+        return RemoteCursor(outcome.rows, rowcount, outcome.last_rowid)
 
     def executemany(self, sql: str, rows: Iterable[Sequence[Any]]) -> RemoteCursor:
         total = 0
@@ -243,12 +258,10 @@ class RemoteConnection:
         return RemoteCursor([], total, last)
 
     def reset(self) -> None:
-        """Drop the client connection (its stream, and any transaction on it, is gone)."""
-        conn, self._conn = self._conn, None
+        """Drop the HTTP connection and the stream (any transaction on it is gone)."""
+        self._client.close_stream()
+        self._client.drop()
         self.in_transaction = False
-        if conn is not None:
-            with contextlib.suppress(Exception):  # a broken stream may fail to close
-                conn.close()
 
     def close(self) -> None:
         self.reset()
