@@ -240,3 +240,48 @@ def test_a_commit_whose_answer_stalls_is_outcome_unknown_within_the_timeout(
         assert [m.message_id for m in again.peek("q", max=10)] == ["m1"]  # it applied
         seq = again.send_one("q", OutMessage(body=b"x", message_id="m1"))
         assert [m.seq_number for m in again.peek("q", max=10)] == [seq]
+
+
+@pytest.mark.parametrize(
+    ("answer", "expected"),
+    [
+        (  # chunked, then the server closes: the body is joined, the connection not reused
+            b"HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\nConnection: close\r\n\r\n"
+            b'5\r\n{"bat\r\n8;x=1\r\non":null\r\n1\r\n}\r\n0\r\n\r\n',
+            (200, b'{"baton":null}', True),
+        ),
+        (b"HTTP/1.1 400 Bad\r\nContent-Length: 3\r\n\r\nbad", (400, b"bad", False)),
+        (b"HTTP/1.1 200 OK\r\nX: " + b"y" * 9000 + b"\r\n\r\n", ValueError),  # head line bound
+        (b"HTTP/1.1 200 OK\r\nContent-Length: 10\r\n\r\nshort", ConnectionResetError),
+        (b"SSH-2.0-OpenSSH\r\n", ValueError),  # not an HTTP server
+    ],
+)
+def test_http_answers_are_read_exactly_and_bounded(answer: bytes, expected: object) -> None:
+    """The client's HTTP/1.1 reader against raw answers from a loopback socket."""
+    import socket
+    import threading
+
+    from mqlite.engine.hrana import _HttpConnection
+
+    listener = socket.create_server(("127.0.0.1", 0))
+
+    def serve() -> None:
+        peer, _ = listener.accept()
+        with peer:
+            peer.recv(65536)
+            peer.sendall(answer)
+
+    thread = threading.Thread(target=serve)
+    thread.start()
+    conn = _HttpConnection("127.0.0.1", listener.getsockname()[1], False, 2.0)
+    try:
+        if isinstance(expected, tuple):
+            status, body = conn.post(b"POST /v3/pipeline HTTP/1.1\r\nHost: x\r\n", b"{}")
+            assert (status, body, conn.closed) == expected
+        else:
+            with pytest.raises(expected):  # type: ignore[call-overload]
+                conn.post(b"POST /v3/pipeline HTTP/1.1\r\nHost: x\r\n", b"{}")
+    finally:
+        conn.close()
+        thread.join()
+        listener.close()

@@ -1,5 +1,5 @@
 """A small client of the libSQL server's HTTP API (Hrana 3 over HTTP, ``POST /v3/pipeline``)
-on the standard library's ``http.client``.
+on the standard library's sockets (``_HttpConnection``: one kept-alive HTTP/1.1 connection).
 
 Why not the ``libsql`` package from PyPI: its 0.1.11 client holds the GIL while it waits
 on the network (a server that stops answering freezes every thread of the broker, and
@@ -24,8 +24,8 @@ from __future__ import annotations
 
 import base64
 import contextlib
-import http.client
 import socket
+import ssl
 import time
 from collections.abc import Sequence
 from dataclasses import dataclass
@@ -39,6 +39,8 @@ _MAX_RESPONSE_BYTES = 256 * 1024 * 1024  # one pipeline's answer; the engine's r
 # server or proxy may have closed it meanwhile, and a request lost on a closed connection
 # would be a spurious transport error (an OutcomeUnknown, for a COMMIT).
 _IDLE_REUSE_S = 4.0
+_MAX_LINE = 8192  # one line of an answer's head
+_MAX_HEADERS = 100
 
 
 class TransportError(OSError):
@@ -111,13 +113,15 @@ class HranaClient:
         parts = urlsplit(url)
         self._tls = parts.scheme in ("https", "libsql")
         self._host = parts.hostname or ""
-        self._port = parts.port
-        self._path = parts.path.rstrip("/") + "/v3/pipeline"
-        self._headers = {"Content-Type": "application/json"}
+        self._port = parts.port or (443 if self._tls else 80)
+        path = parts.path.rstrip("/") + "/v3/pipeline"
+        host = self._host if parts.port is None else f"{self._host}:{parts.port}"
+        head = f"POST {path} HTTP/1.1\r\nHost: {host}\r\nContent-Type: application/json\r\n"
         if auth_token:
-            self._headers["Authorization"] = f"Bearer {auth_token}"
+            head += f"Authorization: Bearer {auth_token}\r\n"
+        self._head = head.encode("ascii")  # + Content-Length per request
         self.timeout_s = timeout_s
-        self._http: http.client.HTTPConnection | None = None
+        self._http: _HttpConnection | None = None
         self._used_at = 0.0  # time.monotonic() of the last answer on self._http
         self.baton: str | None = None
 
@@ -170,23 +174,21 @@ class HranaClient:
         self, requests: list[dict[str, Any]], *, baton: str | None = None
     ) -> dict[str, Any]:
         body = msgspec.json.encode({"baton": baton or self.baton, "requests": requests})
-        conn = self._connection()
         try:
-            conn.request("POST", self._path, body=body, headers=self._headers)
-            response = conn.getresponse()
-            data = response.read(_MAX_RESPONSE_BYTES + 1)
-        except (OSError, http.client.HTTPException) as exc:
+            conn = self._connection()
+            status, data = conn.post(self._head, body)
+        except (OSError, ValueError) as exc:
             self.drop()
             raise TransportError(f"{type(exc).__name__}: {exc}") from exc
         self._used_at = time.monotonic()
-        if response.will_close:
-            self._close_http()  # the stream (baton) lives on: it is not tied to a connection
-        if response.status >= 500 or len(data) > _MAX_RESPONSE_BYTES:
+        if conn.closed:  # the server said Connection: close; the stream (baton) lives on
+            self._close_http()
+        if status >= 500:
             self.drop()
-            raise TransportError(f"HTTP {response.status} from the server")
-        if response.status != 200:
+            raise TransportError(f"HTTP {status} from the server")
+        if status != 200:
             self.baton = None  # a refused baton's stream is gone (or never was)
-            raise RequestRefused(response.status, data[:300].decode("utf-8", "replace"))
+            raise RequestRefused(status, data[:300].decode("utf-8", "replace"))
         try:
             answer: dict[str, Any] = msgspec.json.decode(data)
         except msgspec.DecodeError as exc:
@@ -194,18 +196,13 @@ class HranaClient:
             raise TransportError("the server's answer is not JSON") from exc
         return answer
 
-    def _connection(self) -> http.client.HTTPConnection:
-        if self._http is not None and time.monotonic() - self._used_at > _IDLE_REUSE_S:
+    def _connection(self) -> _HttpConnection:
+        if self._http is not None and (
+            self._http.closed or time.monotonic() - self._used_at > _IDLE_REUSE_S
+        ):
             self._close_http()
         if self._http is None:
-            cls = http.client.HTTPSConnection if self._tls else http.client.HTTPConnection
-            self._http = cls(self._host, self._port, timeout=self.timeout_s)
-            try:
-                self._http.connect()
-                self._http.sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
-            except OSError as exc:
-                self.drop()
-                raise TransportError(f"{type(exc).__name__}: {exc}") from exc
+            self._http = _HttpConnection(self._host, self._port, self._tls, self.timeout_s)
         return self._http
 
     def drop(self) -> None:
@@ -217,3 +214,91 @@ class HranaClient:
         conn, self._http = self._http, None
         if conn is not None:
             conn.close()
+
+
+class _HttpConnection:
+    """One kept-alive HTTP/1.1 connection. Why not ``http.client``: it sends a request's
+    head and body in two writes and parses the answer's head with ``email.parser``, about
+    a third of the client's time per statement (measured by tests/bench/remote_bench.py);
+    this sends each request in one write and reads only what Hrana answers need
+    (``Content-Length`` or chunked bodies, ``Connection: close``), every read bounded."""
+
+    def __init__(self, host: str, port: int, tls: bool, timeout_s: float) -> None:
+        sock = socket.create_connection((host, port), timeout=timeout_s)
+        try:
+            sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
+            if tls:
+                sock = ssl.create_default_context().wrap_socket(sock, server_hostname=host)
+        except BaseException:
+            sock.close()
+            raise
+        self._sock = sock
+        self._file = sock.makefile("rb")
+        self.closed = False
+
+    def post(self, head: bytes, body: bytes) -> tuple[int, bytes]:
+        self._sock.sendall(head + b"Content-Length: %d\r\n\r\n" % len(body) + body)
+        status_line = self._line()
+        parts = status_line.split(None, 2)
+        if len(parts) < 2 or not parts[0].startswith(b"HTTP/1."):
+            raise ValueError(f"not an HTTP answer: {status_line[:80]!r}")
+        status = int(parts[1])
+        length: int | None = None
+        chunked = False
+        for _ in range(_MAX_HEADERS):
+            line = self._line()
+            if line in (b"\r\n", b"\n"):
+                break
+            name, _, value = line.partition(b":")
+            name, value = name.strip().lower(), value.strip().lower()
+            if name == b"content-length":
+                length = int(value)
+            elif name == b"transfer-encoding":
+                chunked = b"chunked" in value
+            elif name == b"connection" and value == b"close":
+                self.closed = True
+        else:
+            raise ValueError("the answer's head has too many lines")
+        if chunked:
+            return status, self._chunks()
+        if length is None:
+            self.closed = True
+            return status, self._exactly(-1)
+        return status, self._exactly(length)
+
+    def _line(self) -> bytes:
+        line = self._file.readline(_MAX_LINE + 1)
+        if not line:
+            raise ConnectionResetError("the server closed the connection")
+        if len(line) > _MAX_LINE:
+            raise ValueError("a line of the answer's head is too long")
+        return line
+
+    def _exactly(self, length: int) -> bytes:
+        if length > _MAX_RESPONSE_BYTES:
+            raise ValueError(f"an answer of {length} bytes is over the limit")
+        if length < 0:
+            data = self._file.read(_MAX_RESPONSE_BYTES + 1)
+            if len(data) > _MAX_RESPONSE_BYTES:
+                raise ValueError("the answer is over the limit")
+            return data
+        data = self._file.read(length)
+        if len(data) < length:
+            raise ConnectionResetError("the answer was cut")
+        return data
+
+    def _chunks(self) -> bytes:
+        out = bytearray()
+        while size := int(self._line().split(b";", 1)[0], 16):
+            out += self._exactly(size)
+            self._line()  # the CRLF after each chunk
+            if len(out) > _MAX_RESPONSE_BYTES:
+                raise ValueError("the answer is over the limit")
+        while self._line() not in (b"\r\n", b"\n"):
+            pass  # trailers
+        return bytes(out)
+
+    def close(self) -> None:
+        self.closed = True
+        self._file.close()
+        self._sock.close()
