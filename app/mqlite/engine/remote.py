@@ -257,6 +257,10 @@ class RemoteConnection:
             last = cur.lastrowid
         return RemoteCursor([], total, last)
 
+    def commit(self) -> None:
+        """Nothing is pending: outside ``BEGIN`` every statement commits on its own (what a
+        ``sqlite3`` caller's ``commit()`` expects after its writes)."""
+
     def reset(self) -> None:
         """Drop the HTTP connection and the stream (any transaction on it is gone)."""
         self._client.close_stream()

@@ -194,7 +194,11 @@ class Store:
         if self.location.remote is not None:
             # Durability, journal mode and locking belong to the server: no PRAGMA here.
             remote = RemoteConnection(self.location.remote, self._auth_token)
-            return remote, _check_guard(remote)  # type: ignore[arg-type,return-value]
+            try:
+                return remote, _check_guard(remote)  # type: ignore[arg-type,return-value]
+            except BaseException:
+                remote.close()  # a refused open leaves no connection behind
+                raise
         target = self.location.path or ":memory:"
         conn = sqlite3.connect(target, isolation_level=None, check_same_thread=False)
         try:
