@@ -76,11 +76,18 @@ def engine(dsn: str, n: int) -> dict[str, float]:
         mq.create_queue("q", QueueConfig())
         send = per_op_us(lambda i: mq.send_one("q", OutMessage(body=b"x" * 256)), n, 1)
 
+        batch = [OutMessage(body=b"x" * 256) for _ in range(64)]
+        per_batch = per_op_us(lambda i: mq.send("q", batch), max(n // 64, 3), 1)
+
         def cycle(i: int) -> None:
             (m,) = mq.receive("q", max_messages=1)
             mq.complete("q", m.seq_number, m.lock_token)
 
-        return {"send_one": send, "receive+complete": per_op_us(cycle, n, 1)}
+        return {
+            "send_one": send,
+            "send of 64, per message": per_batch / 64,
+            "receive+complete": per_op_us(cycle, n, 1),
+        }
 
 
 def main() -> None:

@@ -261,7 +261,7 @@ def test_http_answers_are_read_exactly_and_bounded(answer: bytes, expected: obje
     import socket
     import threading
 
-    from mqlite.engine.hrana import _HttpConnection
+    from mqlite.engine.http1 import HttpConnection
 
     listener = socket.create_server(("127.0.0.1", 0))
 
@@ -273,7 +273,7 @@ def test_http_answers_are_read_exactly_and_bounded(answer: bytes, expected: obje
 
     thread = threading.Thread(target=serve)
     thread.start()
-    conn = _HttpConnection("127.0.0.1", listener.getsockname()[1], False, 2.0)
+    conn = HttpConnection("127.0.0.1", listener.getsockname()[1], False, 2.0)
     try:
         if isinstance(expected, tuple):
             status, body = conn.post(b"POST /v3/pipeline HTTP/1.1\r\nHost: x\r\n", b"{}")
@@ -285,3 +285,34 @@ def test_http_answers_are_read_exactly_and_bounded(answer: bytes, expected: obje
         conn.close()
         thread.join()
         listener.close()
+
+
+def test_executemany_runs_the_rows_in_order_and_stops_at_the_first_failure_like_sqlite3(
+    sqld_server: Sqld, remote_dsn: str, tmp_path: object
+) -> None:
+    """One round trip (a Hrana batch), the semantics of ``sqlite3``'s executemany: the rows
+    before the failing one stay applied inside the transaction, the later ones never run."""
+    import sqlite3
+
+    from mqlite.engine.remote import RemoteConnection
+
+    rows = [(1,), (2,), (1,), (3,)]  # the third violates UNIQUE
+    local = sqlite3.connect(str(tmp_path) + "/x.db", isolation_level=None)
+    remote = RemoteConnection(parse_remote(remote_dsn), "")
+    try:
+        for conn in (local, remote):
+            conn.execute("CREATE TABLE t(id INTEGER PRIMARY KEY AUTOINCREMENT, b UNIQUE)")
+            conn.execute("BEGIN IMMEDIATE")
+            cur = conn.executemany("INSERT INTO t(b) VALUES (?)", [(10,), (11,)])
+            assert (cur.rowcount, conn.execute("SELECT last_insert_rowid()").fetchone()) == (
+                2,
+                (2,),
+            )
+            with pytest.raises(sqlite3.IntegrityError, match="UNIQUE"):
+                conn.executemany("INSERT INTO t(b) VALUES (?)", rows)
+            assert conn.in_transaction
+            conn.execute("COMMIT")
+            assert [r[0] for r in conn.execute("SELECT b FROM t ORDER BY id")] == [10, 11, 1, 2]
+    finally:
+        local.close()
+        remote.close()

@@ -1,5 +1,5 @@
 """A small client of the libSQL server's HTTP API (Hrana 3 over HTTP, ``POST /v3/pipeline``)
-on the standard library's sockets (``_HttpConnection``: one kept-alive HTTP/1.1 connection).
+on the standard library's sockets (``http1.HttpConnection``: one kept-alive connection).
 
 Why not the ``libsql`` package from PyPI: its 0.1.11 client holds the GIL while it waits
 on the network (a server that stops answering freezes every thread of the broker, and
@@ -24,8 +24,6 @@ from __future__ import annotations
 
 import base64
 import contextlib
-import socket
-import ssl
 import time
 from collections.abc import Sequence
 from dataclasses import dataclass
@@ -34,13 +32,12 @@ from urllib.parse import urlsplit
 
 import msgspec
 
-_MAX_RESPONSE_BYTES = 256 * 1024 * 1024  # one pipeline's answer; the engine's reads are bounded
+from mqlite.engine.http1 import HttpConnection
+
 # A kept-alive connection idle longer than this is replaced before the next request: a
 # server or proxy may have closed it meanwhile, and a request lost on a closed connection
 # would be a spurious transport error (an OutcomeUnknown, for a COMMIT).
 _IDLE_REUSE_S = 4.0
-_MAX_LINE = 8192  # one line of an answer's head
-_MAX_HEADERS = 100
 
 
 class TransportError(OSError):
@@ -121,7 +118,7 @@ class HranaClient:
             head += f"Authorization: Bearer {auth_token}\r\n"
         self._head = head.encode("ascii")  # + Content-Length per request
         self.timeout_s = timeout_s
-        self._http: _HttpConnection | None = None
+        self._http: HttpConnection | None = None
         self._used_at = 0.0  # time.monotonic() of the last answer on self._http
         self.baton: str | None = None
 
@@ -133,10 +130,46 @@ class HranaClient:
         ``keep_stream``: keep the stream open (a transaction), else close it in the same
         round trip."""
         stmt = {"sql": sql, "args": [encode_value(v) for v in args], "want_rows": True}
-        requests: list[dict[str, Any]] = [
-            {"type": "execute", "stmt": stmt},
-            {"type": "get_autocommit"},
-        ]
+        outcome, autocommit = self._run({"type": "execute", "stmt": stmt}, keep_stream)
+        if isinstance(outcome, StatementError):
+            return outcome, autocommit
+        return _result(outcome["result"]), autocommit
+
+    def batch(
+        self, sql: str, rows: Sequence[Sequence[Any]], *, keep_stream: bool
+    ) -> tuple[Result | StatementError, bool]:
+        """Run ``sql`` once per row in ONE round trip, each step only if the previous one
+        succeeded (``executemany``: the rows before a failing one stay applied): the
+        summed row count and the last rowid, or the failing step's error."""
+        steps: list[dict[str, Any]] = []
+        for i, args in enumerate(rows):
+            step: dict[str, Any] = {
+                "stmt": {"sql": sql, "args": [encode_value(v) for v in args], "want_rows": False}
+            }
+            if i:
+                step["condition"] = {"type": "ok", "step": i - 1}
+            steps.append(step)
+        outcome, autocommit = self._run({"type": "batch", "batch": {"steps": steps}}, keep_stream)
+        if isinstance(outcome, StatementError):
+            return outcome, autocommit
+        result = outcome["result"]
+        for error in result.get("step_errors") or ():
+            if error is not None:
+                failure = StatementError(str(error.get("code", "")), str(error.get("message", "")))
+                return failure, autocommit
+        done = [_result(r) for r in result.get("step_results") or () if r is not None]
+        return Result(
+            columns=(),
+            rows=[],
+            affected=sum(r.affected for r in done),
+            last_rowid=done[-1].last_rowid if done else None,
+        ), autocommit
+
+    def _run(
+        self, request: dict[str, Any], keep_stream: bool
+    ) -> tuple[dict[str, Any] | StatementError, bool]:
+        """One request and the stream's autocommit state in one round trip."""
+        requests: list[dict[str, Any]] = [request, {"type": "get_autocommit"}]
         if not keep_stream:
             requests.append({"type": "close"})
         answer = self._pipeline(requests)
@@ -154,14 +187,8 @@ class HranaClient:
             error = first.get("error") or {}
             failure = StatementError(str(error.get("code", "")), str(error.get("message", "")))
             return failure, autocommit
-        result = first["response"]["result"]
-        last = result.get("last_insert_rowid")
-        return Result(
-            columns=tuple(c.get("name") or "" for c in result.get("cols", ())),
-            rows=[tuple(decode_value(v) for v in row) for row in result.get("rows", ())],
-            affected=int(result.get("affected_row_count") or 0),
-            last_rowid=int(last) if last is not None else None,
-        ), autocommit
+        response: dict[str, Any] = first["response"]
+        return response, autocommit
 
     def close_stream(self) -> None:
         """End the open stream (best effort: an abandoned stream expires on the server)."""
@@ -196,13 +223,13 @@ class HranaClient:
             raise TransportError("the server's answer is not JSON") from exc
         return answer
 
-    def _connection(self) -> _HttpConnection:
+    def _connection(self) -> HttpConnection:
         if self._http is not None and (
             self._http.closed or time.monotonic() - self._used_at > _IDLE_REUSE_S
         ):
             self._close_http()
         if self._http is None:
-            self._http = _HttpConnection(self._host, self._port, self._tls, self.timeout_s)
+            self._http = HttpConnection(self._host, self._port, self._tls, self.timeout_s)
         return self._http
 
     def drop(self) -> None:
@@ -216,89 +243,11 @@ class HranaClient:
             conn.close()
 
 
-class _HttpConnection:
-    """One kept-alive HTTP/1.1 connection. Why not ``http.client``: it sends a request's
-    head and body in two writes and parses the answer's head with ``email.parser``, about
-    a third of the client's time per statement (measured by tests/bench/remote_bench.py);
-    this sends each request in one write and reads only what Hrana answers need
-    (``Content-Length`` or chunked bodies, ``Connection: close``), every read bounded."""
-
-    def __init__(self, host: str, port: int, tls: bool, timeout_s: float) -> None:
-        sock = socket.create_connection((host, port), timeout=timeout_s)
-        try:
-            sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
-            if tls:
-                sock = ssl.create_default_context().wrap_socket(sock, server_hostname=host)
-        except BaseException:
-            sock.close()
-            raise
-        self._sock = sock
-        self._file = sock.makefile("rb")
-        self.closed = False
-
-    def post(self, head: bytes, body: bytes) -> tuple[int, bytes]:
-        self._sock.sendall(head + b"Content-Length: %d\r\n\r\n" % len(body) + body)
-        status_line = self._line()
-        parts = status_line.split(None, 2)
-        if len(parts) < 2 or not parts[0].startswith(b"HTTP/1."):
-            raise ValueError(f"not an HTTP answer: {status_line[:80]!r}")
-        status = int(parts[1])
-        length: int | None = None
-        chunked = False
-        for _ in range(_MAX_HEADERS):
-            line = self._line()
-            if line in (b"\r\n", b"\n"):
-                break
-            name, _, value = line.partition(b":")
-            name, value = name.strip().lower(), value.strip().lower()
-            if name == b"content-length":
-                length = int(value)
-            elif name == b"transfer-encoding":
-                chunked = b"chunked" in value
-            elif name == b"connection" and value == b"close":
-                self.closed = True
-        else:
-            raise ValueError("the answer's head has too many lines")
-        if chunked:
-            return status, self._chunks()
-        if length is None:
-            self.closed = True
-            return status, self._exactly(-1)
-        return status, self._exactly(length)
-
-    def _line(self) -> bytes:
-        line = self._file.readline(_MAX_LINE + 1)
-        if not line:
-            raise ConnectionResetError("the server closed the connection")
-        if len(line) > _MAX_LINE:
-            raise ValueError("a line of the answer's head is too long")
-        return line
-
-    def _exactly(self, length: int) -> bytes:
-        if length > _MAX_RESPONSE_BYTES:
-            raise ValueError(f"an answer of {length} bytes is over the limit")
-        if length < 0:
-            data = self._file.read(_MAX_RESPONSE_BYTES + 1)
-            if len(data) > _MAX_RESPONSE_BYTES:
-                raise ValueError("the answer is over the limit")
-            return data
-        data = self._file.read(length)
-        if len(data) < length:
-            raise ConnectionResetError("the answer was cut")
-        return data
-
-    def _chunks(self) -> bytes:
-        out = bytearray()
-        while size := int(self._line().split(b";", 1)[0], 16):
-            out += self._exactly(size)
-            self._line()  # the CRLF after each chunk
-            if len(out) > _MAX_RESPONSE_BYTES:
-                raise ValueError("the answer is over the limit")
-        while self._line() not in (b"\r\n", b"\n"):
-            pass  # trailers
-        return bytes(out)
-
-    def close(self) -> None:
-        self.closed = True
-        self._file.close()
-        self._sock.close()
+def _result(result: dict[str, Any]) -> Result:
+    last = result.get("last_insert_rowid")
+    return Result(
+        columns=tuple(c.get("name") or "" for c in result.get("cols", ())),
+        rows=[tuple(decode_value(v) for v in row) for row in result.get("rows", ())],
+        affected=int(result.get("affected_row_count") or 0),
+        last_rowid=int(last) if last is not None else None,
+    )

@@ -27,14 +27,20 @@ from __future__ import annotations
 import os
 import re
 import sqlite3
-from collections.abc import Iterable, Iterator, Mapping, Sequence
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from functools import lru_cache
 from typing import Any
 from urllib.parse import urlsplit
 
 from mqlite import defaults, errors
-from mqlite.engine.hrana import HranaClient, RequestRefused, StatementError, TransportError
+from mqlite.engine.hrana import (
+    HranaClient,
+    RequestRefused,
+    Result,
+    StatementError,
+    TransportError,
+)
 
 # DSN schemes of a remote libSQL server: Turso's libsql:// (TLS), https://, and http://
 # for a self-hosted sqld on a trusted network. ws(s):// is the legacy WebSocket Hrana.
@@ -224,15 +230,33 @@ class RemoteConnection:
         self.in_transaction = False
 
     def execute(self, sql: str, params: Sequence[Any] | Mapping[str, Any] = ()) -> RemoteCursor:
+        text, values = bind(sql, params)
+        outcome = self._send(sql, lambda keep: self._client.execute(text, values, keep_stream=keep))
+        rowcount = -1 if outcome.columns else outcome.affected
+        return RemoteCursor(outcome.rows, rowcount, outcome.last_rowid)
+
+    def executemany(self, sql: str, rows: Iterable[Sequence[Any]]) -> RemoteCursor:
+        """Every row in one round trip (a Hrana batch whose steps run while they succeed)."""
+        bound = [bind(sql, row) for row in rows]
+        if not bound:
+            return RemoteCursor([], 0, None)
+        text = bound[0][0]
+        values = [v for _, v in bound]
+        outcome = self._send(sql, lambda keep: self._client.batch(text, values, keep_stream=keep))
+        return RemoteCursor([], outcome.affected, outcome.last_rowid)
+
+    def _send(
+        self, sql: str, call: Callable[[bool], tuple[Result | StatementError, bool]]
+    ) -> Result:
+        """Run ``call`` on the right stream (module doc) and map its failures."""
         if self._pid != os.getpid():  # a forked child never reuses the parent's exchange
             self._client = HranaClient(self.target.url, self._auth_token, timeout_s=self._timeout_s)
             self._pid, self.in_transaction = os.getpid(), False
-        text, values = bind(sql, params)
         verb = sql.lstrip()[:12].upper()
         ends = verb.startswith(("COMMIT", "END", "ROLLBACK")) and not verb.startswith("ROLLBACK TO")
         keep = verb.startswith(("BEGIN", "SAVEPOINT")) or (self.in_transaction and not ends)
         try:
-            outcome, autocommit = self._client.execute(text, values, keep_stream=keep)
+            outcome, autocommit = call(keep)
         except TransportError as exc:
             self.in_transaction = False
             raise RemoteUnreachable(f"remote database {self.target.masked}: {exc}") from None
@@ -245,17 +269,7 @@ class RemoteConnection:
         self.in_transaction = not autocommit
         if isinstance(outcome, StatementError):
             raise _translate(outcome) from None
-        rowcount = -1 if outcome.columns else outcome.affected
-        return RemoteCursor(outcome.rows, rowcount, outcome.last_rowid)
-
-    def executemany(self, sql: str, rows: Iterable[Sequence[Any]]) -> RemoteCursor:
-        total = 0
-        last = None
-        for row in rows:
-            cur = self.execute(sql, row)
-            total += max(cur.rowcount, 0)
-            last = cur.lastrowid
-        return RemoteCursor([], total, last)
+        return outcome
 
     def commit(self) -> None:
         """Nothing is pending: outside ``BEGIN`` every statement commits on its own (what a
