@@ -41,7 +41,9 @@ class Producers:
         self.retried = 0
         self.lock = threading.Lock()
         self.stop = threading.Event()
-        self.threads = [threading.Thread(target=self.run, args=(i,)) for i in range(PRODUCERS)]
+        self.threads = [
+            threading.Thread(target=self.run, args=(i,), daemon=True) for i in range(PRODUCERS)
+        ]
 
     def start(self) -> None:
         for t in self.threads:
@@ -65,6 +67,9 @@ class Producers:
                     )
                     break
                 except (mqlite.ConnectionFailed, mqlite.errors.MQLiteError, httpx.HTTPError):
+                    if self.stop.is_set():  # the drill ends (the broker may never return)
+                        client.close()
+                        return
                     with self.lock:
                         self.retried += 1
                     time.sleep(0.05)

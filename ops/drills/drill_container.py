@@ -14,6 +14,7 @@ reach podman unchanged (on the CI machine it selects runc, ops/ci/containers.con
 
 from __future__ import annotations
 
+import atexit
 import json
 import os
 import secrets
@@ -70,6 +71,9 @@ class ContainerBroker:
     name: str = ""
     starts: int = 0
     prefix: str = field(default_factory=lambda: f"mqlite-drill-{secrets.token_hex(3)}")
+
+    def __post_init__(self) -> None:
+        atexit.register(self.kill)  # no container outlives the drill, even one that FAILs
 
     @property
     def url(self) -> str:

@@ -115,6 +115,8 @@ def run_drill(name: str, body: Any, args: argparse.Namespace) -> int:
     except DrillError as exc:
         print(f"{name} drill could not run: {exc}", file=sys.stderr)
         return 2
+    except Exception as exc:  # what it checks broke it (e.g. a queue the restore lost): FAIL
+        report.check("the drill ran to its end", False, f"{type(exc).__name__}: {exc}")
     finally:
         for path in _scratch:  # the temp dirs this run made (never a --workdir)
             shutil.rmtree(path, ignore_errors=True)

@@ -181,3 +181,16 @@ def test_soak_fails_when_poison_is_redelivered_before_its_backoff_or_not_dead_le
     verdict = soak_verdict(handled, [])
     assert verdict["poison backoff respected"] is False
     assert verdict["poison messages, and only they, dead-lettered at the bound"] is False
+
+
+def test_an_unexpected_error_inside_a_drill_is_a_fail_report_not_a_traceback() -> None:
+    """A restored broker without a queue the drill expects raises inside the body: the
+    operator gets FAIL (exit 1) naming the error, as with any broken check."""
+
+    def body(report: drillkit.Report, args: object) -> None:
+        report.check("a check before it broke", True)
+        raise mqlite.errors.QueueNotFound("queue 'drill-restore' not found")
+
+    args = drillkit.arguments("restore", "").parse_args(["--json"])
+    assert drillkit.run_drill("restore", body, args) == 1
+    assert drillkit.run_drill("restore", lambda r, a: r.check("ok", True), args) == 0
