@@ -80,9 +80,9 @@ def run(server: Any, phase_s: float, churn_s: float, body: bytes) -> dict[str, A
     groups = {"broker": server.pids(), "harness": [os.getpid()]}
     sampler = probes.RssSampler(groups, every_s=0.25).start()
     t0 = time.monotonic()
-    threads = [threading.Thread(target=producer, args=(r,), daemon=True)
-               for r in range(max(PRODUCERS_BY_PHASE))]  # fmt: skip
-    threads += [threading.Thread(target=consumer, daemon=True) for _ in range(CONSUMERS)]
+    prods = [threading.Thread(target=producer, args=(r,), daemon=True)
+             for r in range(max(PRODUCERS_BY_PHASE))]  # fmt: skip
+    threads = prods + [threading.Thread(target=consumer, daemon=True) for _ in range(CONSUMERS)]
     phases = []
     try:
         for t in threads:
@@ -95,6 +95,8 @@ def run(server: Any, phase_s: float, churn_s: float, body: bytes) -> dict[str, A
                            "sent": counts["sent"] - sent0,
                            "broker_rss_kb": probes.rss_kb(server.pids())})  # fmt: skip
         stop_producers.set()
+        for t in prods:  # a send in flight is counted before the consumers may stop
+            t.join(60)
         producers_done.set()
         for t in threads:
             t.join(60)
