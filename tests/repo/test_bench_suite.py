@@ -1,8 +1,11 @@
 """The ``make bench`` harness (tests/bench/suite) in its tiny mode: it measures every
 scenario on mqlite embedded, mqlite over HTTP (a real ``mqlite serve`` it starts and
-stops) and the raw sqlite3 floor, writes the results file, regenerates only the marked
-section of the report, and ``--compare`` shows the change of a figure. The figures
-themselves are not asserted: this proves the harness works, not how fast anything is."""
+stops, also under wrk) and the raw sqlite3 floor, runs the once-per-run experiments
+(deep backlog with bloat and reclaim, soak with ramp-down and churn), writes the results
+file, regenerates only the marked section of the report, and ``--compare`` shows the
+change of a figure. The figures themselves are not asserted: this proves the harness
+works, not how fast anything is. (Instruction counts are not run here: valgrind needs
+~30 s only to start the interpreter; ``--instructions`` or the full mode runs them.)"""
 
 from __future__ import annotations
 
@@ -46,6 +49,13 @@ def test_tiny_run_measures_every_scenario_and_regenerates_only_the_marked_sectio
     assert ("mqlite-http-sdk", "deliver_64") not in seen
     http = [c for c in cells if c["system"] == "mqlite-http-sdk"]
     assert all(c["broker_cpu_us"] is not None and c["broker_peak_rss_kb"] > 0 for c in http)
+    # 4 producers × 4 consumers, the same over 64 groups, long-poll latency: mqlite only.
+    for system in ("mqlite", "mqlite-http-sdk"):
+        for scenario in ("e2e_4x4", "sessions_64g", "longpoll"):
+            reps = [c for c in cells if (c["system"], c["scenario"]) == (system, scenario)]
+            assert len(reps) == 2 and all(c["rate"] > 0 for c in reps), (system, scenario)
+    assert all(0 < c["p50_us"] <= c["p99_us"] for c in cells if c["scenario"] == "longpoll")
+    assert ("sqlite3", "e2e_4x4") not in seen
     one = [c for c in cells if c["scenario"] == "produce_1"]
     assert all(0 < c["p50_us"] <= c["p99_us"] for c in one)
     assert all(c["db_b"] > 0 for c in one if c["system"] != "mqlite-http-sdk")
@@ -55,6 +65,23 @@ def test_tiny_run_measures_every_scenario_and_regenerates_only_the_marked_sectio
     assert set(rss) == {"harness", "mqlite-http"}
     assert all(pts and all(kb > 0 for _t, kb in pts) for pts in rss.values())
 
+    # Once per run: the backlog drained window by window from its full depth to empty, the
+    # file bloated by the backlog and given back by vacuum(); the soak ramped down to no
+    # producer, its consumers reconnecting, every message sent completed.
+    once = data["once"]
+    backlog = once["backlog"]
+    depths = [p["depth"] for p in backlog["points"]]
+    assert depths[0] == backlog["depth"] == 2048 and depths == sorted(depths, reverse=True)
+    assert all(p["rate"] > 0 and 0 < p["claim_p50_us"] <= p["claim_p99_us"]
+               for p in backlog["points"])  # fmt: skip
+    sizes = {k: v["footprint_bytes"] for k, v in backlog["sizes"].items()}
+    assert sizes["filled"] > sizes["empty"] and sizes["reclaimed"] < sizes["drained"]
+    soak = once["soak"]
+    assert [p["producers"] for p in soak["phases"]] == [4, 2, 1, 0]
+    assert soak["sent"] == soak["completed"] > 0 and soak["consumer_sessions"] > 2
+    assert soak["rss_kb"]["broker"] and all(kb > 0 for _t, kb in soak["rss_kb"]["broker"])
+    assert "instructions" not in once and "instructions" in data["meta"]["unavailable"]
+
     text = docs.read_text()
     assert text.startswith("# Benchmarks\n\nhand-written intro\n\n")
     assert text.endswith(f"{END}\n\n## kept\n")
@@ -63,13 +90,25 @@ def test_tiny_run_measures_every_scenario_and_regenerates_only_the_marked_sectio
     for system in SYSTEMS:
         assert f"| {system} | " in section
     assert "| mqlite | " in section and "1.00×" in section  # the baseline row
+    for heading in ("### 4 producers", "### e2e_4x4 on a group_fifo", "### Long-poll latency",
+                    "### Deep backlog: drain of 2,048", "### Soak of mqlite serve"):  # fmt: skip
+        assert heading in section, heading
 
-    # A second run replaces the section (here: the floor alone) instead of appending one.
-    bench("--tiny", "--systems", "sqlite3", "--no-plots",
+    # A second run replaces the section (here: the floor's single sends, and mqlite serve
+    # under wrk draining a prefilled queue by Receive 256 + CompleteBatch) instead of
+    # appending one; --only keeps it to those scenarios.
+    bench("--tiny", "--systems", "sqlite3,mqlite-http-wrk", "--no-plots",
+          "--only", "produce_1,http_recv256_complete_c8",
           "--out", str(out), "--docs", str(docs), "--dir", str(tmp_path))  # fmt: skip
     again = docs.read_text()
     assert again.count(BEGIN) == 1 and again.endswith(f"{END}\n\n## kept\n")
     assert "| sqlite3 | " in again and "| mqlite-http-sdk | " not in again
+    data = json.loads(out.read_text())
+    assert {(c["system"], c["scenario"]) for c in data["cells"]} == {
+        ("sqlite3", "produce_1"), ("mqlite-http-wrk", "http_recv256_complete_c8")}  # fmt: skip
+    recv = [c for c in data["cells"] if c["system"] == "mqlite-http-wrk"]
+    assert len(recv) == 2 and all(c["n"] > 256 and c["broker_cpu_us"] > 0 for c in recv)
+    assert "Receive 256 + CompleteBatch" in again
 
 
 def test_compare_prints_the_change_of_every_figure(tmp_path: Path) -> None:

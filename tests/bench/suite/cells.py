@@ -22,6 +22,7 @@ import probes
 from side import Side
 
 SCENARIOS = ("produce_1", "produce_64", "drain", "e2e")
+MANY = ("e2e_4x4", "sessions_64g", "longpoll")  # workloads.py, on the sides that offer them
 BODY_SIZES = (64, 4096, 65536, 1 << 20)  # the body-size sweep: send_one + drain of each
 
 
@@ -71,6 +72,8 @@ def run_cell(side: Side, scenario: str, rep: int, n: int, body: bytes, tmp: Path
             lat = side.produce_64(n, body)
         elif scenario == "e2e":
             lat = side.e2e(n, body)
+        elif scenario in MANY:
+            lat = getattr(side, scenario)(n, body)
         elif scenario.startswith("deliver_"):
             lat = side.produce_1(n, body)
             side.drain(n)

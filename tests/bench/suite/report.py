@@ -14,6 +14,8 @@ from collections import defaultdict
 from pathlib import Path
 from typing import Any
 
+import report_once
+
 BEGIN, END = "<!-- bench:begin -->", "<!-- bench:end -->"
 BASELINE = "mqlite"
 METRICS = ("rate", "client_cpu_us", "broker_cpu_us", "client_peak_rss_kb",
@@ -25,7 +27,14 @@ TITLES = {
     "http_send_c8": "mqlite serve under wrk: Send of 1 message, 8 connections (256 B)",
     "http_send_c32": "mqlite serve under wrk: Send of 1 message, 32 connections (256 B)",
     "http_batch64_c32": "mqlite serve under wrk: Send of 64 messages, 32 connections (256 B)",
+    "http_recv256_complete_c8": "mqlite serve under wrk: Receive 256 + CompleteBatch of what came "
+    "back, 8 connections, on a prefilled queue (256 B; messages completed)",
     "e2e": "One producer (single sends) and one consumer (batches of up to 64) at once (256 B)",
+    "e2e_4x4": "4 producers (single sends) and 4 consumers (receive 16, wait 20 ms, "
+    "CompleteBatch) at once (256 B)",
+    "sessions_64g": "e2e_4x4 on a group_fifo queue, each message in one of 64 random groups",
+    "longpoll": "Long-poll latency: send one message to a consumer parked in receive("
+    "wait 5 s); p50/p99 is send → delivery (paced: the rate is not a throughput)",
 }
 
 
@@ -134,6 +143,7 @@ def markdown(data: dict[str, Any], plots: list[Path], docs_dir: Path) -> str:
         out += ["### Body sizes: bytes written per delivery", "",
                 "Each message sent alone, then drained (receive 64 + complete).", "",
                 *sweep, ""]  # fmt: skip
+    out += report_once.markdown(data.get("once") or {})
     out += ["### Durability of each system, as configured", ""]
     out += [f"- {name}: {how}" for name, how in sorted(meta["durability"].items())]
     if meta["unavailable"]:
@@ -215,7 +225,7 @@ def plots(data: dict[str, Any], img: Path) -> list[Path]:
         made.append(img / "bench-rss-over-run.png")
         fig.savefig(made[-1], dpi=80)
         plt.close(fig)
-    return made
+    return made + report_once.plots(data.get("once") or {}, img, plt)
 
 
 def compare(old: dict[str, Any], new: dict[str, Any]) -> str:
@@ -229,6 +239,11 @@ def compare(old: dict[str, Any], new: dict[str, Any]) -> str:
                 continue
             change = f"{(y - x) / x:+.1%}" if x else "n/a"
             lines.append(f"{key[0]:<16} {key[1]:<20} {m:<20} {x:>12,.1f} {y:>12,.1f} {change}")
+    fa, fb = report_once.figures(old), report_once.figures(new)
+    for key in sorted(fa.keys() & fb.keys()):
+        x, y = fa[key], fb[key]
+        change = f"{(y - x) / x:+.1%}" if x else "n/a"
+        lines.append(f"{key[0]:<16} {'mqlite':<20} {key[1]:<20} {x:>12,.1f} {y:>12,.1f} {change}")
     for key in sorted(a.keys() - b.keys()):
         lines.append(f"{key[0]:<16} {key[1]:<20} only in the old run")
     for key in sorted(b.keys() - a.keys()):

@@ -17,6 +17,7 @@ import time
 from pathlib import Path
 from typing import Any
 
+import workloads
 from side import IDLE_S, Side, pair, timed_each
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))  # engine_bench.py
@@ -24,16 +25,44 @@ sys.path.insert(0, str(Path(__file__).resolve().parent.parent))  # engine_bench.
 import engine_bench
 
 import mqlite
-from mqlite import OutMessage, QueueConfig
+from mqlite import OrderingMode, OutMessage, QueueConfig
 
 Q = "bench"
+MANY = ("e2e_4x4", "sessions_64g", "longpoll")  # the workloads.py scenarios, mqlite only
+
+
+def _config(cell: str) -> QueueConfig:
+    """sessions_64g runs on a group_fifo queue; every other cell on a standard one."""
+    mode = OrderingMode.GROUP_FIFO if cell == "sessions-64g" else OrderingMode.STANDARD
+    return QueueConfig(lock_duration_ms=60_000, ordering_mode=mode)
+
+
+class ManyMixin:
+    """The workloads.py scenarios for a side with ``queue`` and ``client_for()``."""
+
+    queue: str
+
+    def client_for(self) -> Any:
+        raise NotImplementedError
+
+    def e2e_4x4(self, n: int, body: bytes) -> None:
+        workloads.many(self.client_for, self.queue, n, body)
+
+    def sessions_64g(self, n: int, body: bytes) -> None:
+        workloads.many(self.client_for, self.queue, n, body, groups=64)
+
+    def longpoll(self, n: int, body: bytes) -> list[float]:
+        return workloads.longpoll(self.client_for, self.queue, n)
+
+
 PROPS = {f"p{i}": f"value-{i}" for i in range(6)}  # the original's props_* scenarios
 META = {"message_id": "m-1", "subject": "orders", "correlation_id": "c-1",
         "content_type": "application/json"}  # fmt: skip
 
 
-class MqliteEmbedded(Side):
+class MqliteEmbedded(ManyMixin, Side):
     batch = True
+    queue = Q
 
     def __init__(self, sync: str = "NORMAL", props: bool = False) -> None:
         self.sync, self.props = sync, props
@@ -45,7 +74,10 @@ class MqliteEmbedded(Side):
     def open(self, workdir: Path, cell: str) -> None:
         self.dir = workdir
         self.mq = mqlite.open_embedded(f"file:{workdir}/mq.db", background=False, sync=self.sync)
-        self.mq.create_queue(Q, QueueConfig(lock_duration_ms=60_000))
+        self.mq.create_queue(Q, _config(cell))
+
+    def client_for(self) -> Any:
+        return self.mq  # one engine, shared by every thread (it serializes its writer)
 
     def close(self) -> None:
         self.mq.close()
@@ -301,7 +333,7 @@ class LiteQueue(Side):
         pair(n, produce, consume_some)
 
 
-class MqliteHttpSdk(Side):
+class MqliteHttpSdk(ManyMixin, Side):
     """mqlite over HTTP as a user drives it: ``mqlite.connect(...)`` (the sync SDK on
     http.client) against the ``mqlite serve`` the runner started."""
 
@@ -314,15 +346,24 @@ class MqliteHttpSdk(Side):
 
     def open(self, workdir: Path, cell: str) -> None:
         self.queue = f"{cell}-{secrets.token_hex(4)}"
-        self.client = mqlite.connect(f"http://127.0.0.1:{self.server.port}", self.server.token)
-        self.client.create_queue(self.queue, QueueConfig(lock_duration_ms=60_000))
+        self.client = self.client_for()
+        self.client.create_queue(self.queue, _config(cell))
+        self.extra: list[Any] = []
+
+    def client_for(self) -> Any:
+        """A new client (its own keep-alive connection) per thread that asks."""
+        client = mqlite.connect(f"http://127.0.0.1:{self.server.port}", self.server.token)
+        if hasattr(self, "extra"):
+            self.extra.append(client)
+        return client
 
     def close(self) -> None:
         # A queue that holds messages cannot be deleted: empty it first (not measured).
         while self.client.receive(self.queue, max_messages=256, mode="receive_and_delete"):
             pass
         self.client.delete_queue(self.queue)
-        self.client.close()
+        for client in [self.client, *self.extra]:
+            client.close()
 
     def broker_pids(self) -> list[int]:
         return self.server.pids()
