@@ -17,6 +17,7 @@ from pathlib import Path
 REPO = Path(__file__).resolve().parents[2]
 RUN = REPO / "tests" / "bench" / "suite" / "run.py"
 SYSTEMS = ("mqlite", "sqlite3", "mqlite-http-sdk")
+VARIANTS = ("mqlite-props", "mqlite-full")  # produce scenarios only
 BEGIN, END = "<!-- bench:begin -->", "<!-- bench:end -->"
 
 
@@ -34,7 +35,7 @@ def test_tiny_run_measures_every_scenario_and_regenerates_only_the_marked_sectio
     docs.write_text(
         f"# Benchmarks\n\nhand-written intro\n\n{BEGIN}\nstale table\n{END}\n\n## kept\n"
     )
-    bench("--tiny", "--systems", ",".join(SYSTEMS), "--no-plots",
+    bench("--tiny", "--systems", ",".join(SYSTEMS + VARIANTS), "--no-plots",
           "--out", str(out), "--docs", str(docs), "--dir", str(tmp_path))  # fmt: skip
     data = json.loads(out.read_text())
     cells = data["cells"]
@@ -44,6 +45,18 @@ def test_tiny_run_measures_every_scenario_and_regenerates_only_the_marked_sectio
             reps = [c for c in cells if (c["system"], c["scenario"]) == (system, scenario)]
             assert len(reps) == data["meta"]["reps"] == 2, (system, scenario)
             assert all(c["rate"] > 0 and c["client_cpu_us"] > 0 for c in reps)
+    # The original's produce_p4 and batch_16 on mqlite, the floor and the SDK, and on the
+    # produce-only variants (props_p4 is mqlite-props' produce_p4): every send acknowledged
+    # and timed, the database grown by what was sent.
+    for system in SYSTEMS + VARIANTS:
+        for scenario in ("produce_p4", "batch_16"):
+            reps = [c for c in cells if (c["system"], c["scenario"]) == (system, scenario)]
+            assert len(reps) == 2 and all(c["rate"] > 0 for c in reps), (system, scenario)
+            local = system != "mqlite-http-sdk"
+            assert all(c["db_b"] > 0 for c in reps) or not local, (system, scenario)
+        p4 = [c for c in cells if (c["system"], c["scenario"]) == (system, "produce_p4")]
+        assert all(0 < c["p50_us"] <= c["p99_us"] for c in p4)
+    assert ("mqlite-props", "drain") not in seen and ("mqlite-props", "e2e_4x4") not in seen
     # The body-size sweep runs on mqlite and the floor only, up to 1 MiB bodies.
     assert ("mqlite", "deliver_1048576") in seen and ("sqlite3", "deliver_64") in seen
     assert ("mqlite-http-sdk", "deliver_64") not in seen
@@ -87,10 +100,19 @@ def test_tiny_run_measures_every_scenario_and_regenerates_only_the_marked_sectio
     assert text.endswith(f"{END}\n\n## kept\n")
     assert text.count(BEGIN) == 1 and "stale table" not in text
     section = text.split(BEGIN)[1]
-    for system in SYSTEMS:
+    for system in SYSTEMS + VARIANTS:
         assert f"| {system} | " in section
+    # Every name of the original's matrix appears, pointing at its table and row.
+    matrix = section.split("### The original's scenario matrix")[1].split("\n### ")[0]
+    for line in ("| produce_p1 | produce_1 (mqlite) |", "| produce_p4 | produce_p4 (mqlite) |",
+                 "| batch_16 | batch_16 (mqlite) |", "| batch_64 | produce_64 (mqlite) |",
+                 "| produce_p4_FULL | produce_p4 (mqlite-full) |",
+                 "| props_p4 | produce_p4 (mqlite-props) |",
+                 "| props_batch64 | produce_64 (mqlite-props) |"):  # fmt: skip
+        assert line in matrix, line
     assert "| mqlite | " in section and "1.00×" in section  # the baseline row
-    for heading in ("### 4 producers", "### e2e_4x4 on a group_fifo", "### Long-poll latency",
+    for heading in ("### produce_p4: 4 producer threads", "### batch_16: batches of 16",
+                    "### 4 producers", "### e2e_4x4 on a group_fifo", "### Long-poll latency",
                     "### Deep backlog: drain of 2,048", "### Soak of mqlite serve"):  # fmt: skip
         assert heading in section, heading
 

@@ -7,7 +7,9 @@
 Every system answers the same scenarios (``cells.SCENARIOS``: one producer sending one
 acknowledged message at a time; batches of 64 with one acknowledgement; a drain of a
 filled queue, receiving and acknowledging in batches of up to 64; one producer beside one
-consumer), mqlite and the raw sqlite3 floor also the body-size sweep (``deliver_<size>``),
+consumer), mqlite embedded, over HTTP (sync SDK) and the raw sqlite3 floor also 4
+producers sending single messages (``produce_p4``) and batches of 16 (``batch_16``),
+mqlite and the raw sqlite3 floor also the body-size sweep (``deliver_<size>``),
 mqlite embedded and over HTTP also 4 producers × 4 consumers, the same over 64 groups
 and the long-poll latency (``workloads.py``), mqlite under wrk also Receive 256 +
 CompleteBatch. After the repetitions, once each (``extras.py``): a deep backlog drained
@@ -53,8 +55,8 @@ import sides_local  # noqa: E402
 import sides_net  # noqa: E402
 
 REPO = HERE.parents[2]
-# Messages per cell: one (produce_1, e2e), batch (produce_64), drain, many (e2e_4x4,
-# sessions_64g), longpoll; bytes per body-size cell; seconds of wrk load; and for the
+# Messages per cell: one (produce_1, produce_p4, e2e), batch (produce_64, batch_16), drain,
+# many (e2e_4x4, sessions_64g), longpoll; bytes per body-size cell; seconds of wrk load; and for the
 # experiments run once (extras.py): backlog depth, soak phase and churn seconds, messages
 # per instruction-count figure.
 MODES: dict[str, dict[str, Any]] = {
@@ -167,6 +169,11 @@ def plan(
             group = [s for s in group if s.batch]
         n = mode["batch" if scenario == "produce_64" else "drain" if scenario == "drain" else "one"]
         out.append([(s, scenario, n, BODY) for s in group])
+    for scenario in cells.PRODUCE_MORE:  # the variants (FULL, properties) too
+        method = "produce_p4" if scenario == "produce_p4" else "produce_batch"
+        group = [s for s in sides if hasattr(s, method)]
+        out.append([(s, scenario, mode["one" if method == "produce_p4" else "batch"], BODY)
+                    for s in group])  # fmt: skip
     for scenario in cells.MANY:
         group = [s for s in sides if hasattr(s, scenario) and not s.produce_only]
         n = mode["longpoll" if scenario == "longpoll" else "many"]

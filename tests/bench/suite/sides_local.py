@@ -95,9 +95,16 @@ class MqliteEmbedded(ManyMixin, Side):
         return timed_each(n, lambda: self.mq.send_one(Q, msg))
 
     def produce_64(self, n: int, body: bytes) -> None:
-        batch = [self._msg(body)] * 64
-        for _ in range(n // 64):
+        self.produce_batch(n, body, 64)
+
+    def produce_batch(self, n: int, body: bytes, size: int) -> None:
+        batch = [self._msg(body)] * size
+        for _ in range(n // size):
             self.mq.send(Q, batch)
+
+    def produce_p4(self, n: int, body: bytes) -> list[float]:
+        msg = self._msg(body)
+        return workloads.producers(lambda: lambda: self.mq.send_one(Q, msg), n)
 
     def drain(self, n: int) -> None:
         done = 0
@@ -136,8 +143,11 @@ class RawSqlite(Side):
         self.raw = engine_bench.Raw(workdir / "raw.db")
         self.con = self.raw.con
         self.con.execute(f"PRAGMA synchronous={self.sync}")
+        self.extra: list[sqlite3.Connection] = []
 
     def close(self) -> None:
+        for con in self.extra:
+            con.close()
         self.raw.close()
 
     def data_paths(self) -> list[Path]:
@@ -153,11 +163,37 @@ class RawSqlite(Side):
         return timed_each(n, lambda: self._one(body))
 
     def produce_64(self, n: int, body: bytes) -> None:
-        for _ in range(n // 64):
+        self.produce_batch(n, body, 64)
+
+    def produce_batch(self, n: int, body: bytes, size: int) -> None:
+        for _ in range(n // size):
             t = engine_bench.now_ms()
             self.con.execute("BEGIN IMMEDIATE")
-            self.con.executemany(engine_bench.INSERT_SQL, [(Q, t, t, body)] * 64)
+            self.con.executemany(engine_bench.INSERT_SQL, [(Q, t, t, body)] * size)
             self.con.execute("COMMIT")
+
+    def _connect(self) -> sqlite3.Connection:
+        """Another connection to the same file, as another producer thread would open."""
+        con = sqlite3.connect(str(self.dir / "raw.db"), isolation_level=None,
+                              check_same_thread=False)  # fmt: skip
+        for pragma in ("busy_timeout=5000", f"synchronous={self.sync}"):
+            con.execute(f"PRAGMA {pragma}")
+        self.extra.append(con)
+        return con
+
+    def produce_p4(self, n: int, body: bytes) -> list[float]:
+        def send_for() -> Any:
+            con = self._connect()
+
+            def send() -> None:
+                t = engine_bench.now_ms()
+                con.execute("BEGIN IMMEDIATE")
+                con.execute(engine_bench.INSERT_SQL, (Q, t, t, body))
+                con.execute("COMMIT")
+
+            return send
+
+        return workloads.producers(send_for, n)
 
     def drain(self, n: int) -> None:
         done = 0
@@ -170,15 +206,12 @@ class RawSqlite(Side):
 
     def e2e(self, n: int, body: bytes) -> None:
         def produce() -> None:
-            con = sqlite3.connect(str(self.dir / "raw.db"), isolation_level=None)
-            for pragma in ("busy_timeout=5000", f"synchronous={self.sync}"):
-                con.execute(f"PRAGMA {pragma}")
+            con = self._connect()
             for _ in range(n):
                 t = engine_bench.now_ms()
                 con.execute("BEGIN IMMEDIATE")
                 con.execute(engine_bench.INSERT_SQL, (Q, t, t, body))
                 con.execute("COMMIT")
-            con.close()
 
         def consume_some() -> int:
             pairs = self.raw.claim(64)
@@ -376,9 +409,21 @@ class MqliteHttpSdk(ManyMixin, Side):
         return timed_each(n, lambda: self.client.send_one(self.queue, msg))
 
     def produce_64(self, n: int, body: bytes) -> None:
-        batch = [OutMessage(body=body)] * 64
-        for _ in range(n // 64):
+        self.produce_batch(n, body, 64)
+
+    def produce_batch(self, n: int, body: bytes, size: int) -> None:
+        batch = [OutMessage(body=body)] * size
+        for _ in range(n // size):
             self.client.send(self.queue, batch)
+
+    def produce_p4(self, n: int, body: bytes) -> list[float]:
+        msg = OutMessage(body=body)
+
+        def send_for() -> Any:
+            client = self.client_for()  # its own connection per producer thread
+            return lambda: client.send_one(self.queue, msg)
+
+        return workloads.producers(send_for, n)
 
     def drain(self, n: int) -> None:
         done, deadline = 0, time.monotonic() + 300

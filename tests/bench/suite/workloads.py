@@ -7,7 +7,9 @@ embedded engine and the HTTP SDK share (``send_one``, ``send``, ``receive``,
   ``groups=64``, ``sessions_64g`` (the same on a ``group_fifo`` queue, each message in one
   of 64 groups picked at random, so consumers contend for groups, not only rows);
 - ``longpoll``: latency from a send to its delivery to a consumer that is already parked
-  in a long-poll receive, one message at a time.
+  in a long-poll receive, one message at a time;
+- ``producers``: the original's ``produce_p4`` (and, with properties, ``props_p4``): 4
+  threads sending n single messages in all, each send timed, no consumer.
 
 ``client_for()`` returns the client a thread uses: the one embedded engine for all of them,
 or a new HTTP client per thread (a separate connection, as separate processes would have).
@@ -91,6 +93,31 @@ def many(
                for i, k in enumerate(shares)]  # fmt: skip
     threads += [threading.Thread(target=guard(consumer), daemon=True) for _ in range(consumers)]
     _run(threads, errors, deadline_s)
+
+
+def producers(send_for: Callable[[], Callable[[], None]], n: int, k: int = 4,
+              deadline_s: float = 300) -> list[float]:  # fmt: skip
+    """k threads, each with the send function ``send_for()`` gives it (its own connection
+    where the system has them), call it n times in all; the latency of every send."""
+    errors: list[BaseException] = []
+    lat: list[float] = []  # list.extend is atomic under the GIL
+    clock = time.perf_counter
+
+    def producer(count: int) -> None:
+        try:
+            send, mine = send_for(), []
+            for _ in range(count):
+                t0 = clock()
+                send()
+                mine.append(clock() - t0)
+            lat.extend(mine)
+        except BaseException as exc:  # raised on the caller's thread by _run
+            errors.append(exc)
+
+    shares = [n // k + (i < n % k) for i in range(k)]
+    _run([threading.Thread(target=producer, args=(c,), daemon=True) for c in shares],
+         errors, deadline_s)  # fmt: skip
+    return lat
 
 
 def longpoll(
