@@ -42,7 +42,7 @@ run: $(RUNTIME)
 # tools it drives: prometheus, podman, debootstrap, caddy, ...; only what is missing).
 test: $(TESTS)
 	ops/ci/install-deps.sh
-	$(PY) -m pytest -q -p no:cacheprovider
+	PY=$(PY) ops/ci/run-tests.sh
 
 # ---- the appliance (Dockerfile, compose.yaml; docs/deployment.md) ------------------------
 IMAGE   ?= localhost/mqlite:latest

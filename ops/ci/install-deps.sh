@@ -26,6 +26,8 @@ caddy
 # tests/browser: the /ui console driven by Playwright through Debian's Chromium
 # (`playwright install` cannot download its own browser here; shared OPS-TOOLING §8).
 chromium
+# tests/repo/test_bench_suite.py: the bench suite's HTTP cells drive mqlite serve with wrk.
+wrk
 # --- apt packages: end ---
 )
 

@@ -22,6 +22,7 @@ import time
 from collections import Counter
 from pathlib import Path
 
+import drill_container
 import drillkit
 import httpx
 
@@ -40,7 +41,9 @@ class Producers:
         self.retried = 0
         self.lock = threading.Lock()
         self.stop = threading.Event()
-        self.threads = [threading.Thread(target=self.run, args=(i,)) for i in range(PRODUCERS)]
+        self.threads = [
+            threading.Thread(target=self.run, args=(i,), daemon=True) for i in range(PRODUCERS)
+        ]
 
     def start(self) -> None:
         for t in self.threads:
@@ -64,6 +67,9 @@ class Producers:
                     )
                     break
                 except (mqlite.ConnectionFailed, mqlite.errors.MQLiteError, httpx.HTTPError):
+                    if self.stop.is_set():  # the drill ends (the broker may never return)
+                        client.close()
+                        return
                     with self.lock:
                         self.retried += 1
                     time.sleep(0.05)
@@ -87,14 +93,15 @@ def wait_healthy(url: str, deadline_s: float = 60.0) -> float:
 def http_phase(
     report: drillkit.Report, args: argparse.Namespace, work: Path, rng: random.Random
 ) -> None:
-    broker: drillkit.Broker | None = None
+    broker: drillkit.Broker | drill_container.ContainerBroker | None = None
     if args.endpoint:
         if not args.kill_cmd:
             raise drillkit.DrillError("--endpoint needs --kill-cmd (how to SIGKILL the broker)")
         url, token = args.endpoint.rstrip("/"), os.environ.get("MQLITE_TOKEN", "")
     else:
-        broker = drillkit.Broker(work / "serve.db", work)
+        broker = drill_container.broker(args.image, work / "serve.db", work)
         broker.start()
+        report.figure("http_broker", broker.describe())
         url, token = broker.url, broker.token
     with mqlite.connect(url, token) as admin:
         if QUEUE not in {q.name for q in admin.list_queues()}:
@@ -109,9 +116,14 @@ def http_phase(
                 subprocess.run(shlex.split(args.kill_cmd), check=True, timeout=60)
                 restart_s.append(wait_healthy(url))
                 what = "kill-cmd"
+            elif isinstance(broker, drill_container.ContainerBroker) and cycle % 3 == 0:
+                restart_s.append(broker.crash_main_process())
+                what = "SIGKILL of the container's main process, restarted by its policy"
             elif cycle % 2:
                 evidence = work / f"fired-{cycle}"
-                spec = f"{rng.choice(POINTS)}@{rng.randint(3, 30)},once={evidence}"
+                spec = (
+                    f"{rng.choice(POINTS)}@{rng.randint(3, 30)},once={broker.path_inside(evidence)}"
+                )
                 broker.kill()
                 restart_s.append(
                     broker.start({"MQLITE_TEST_HOOKS": "on", "MQLITE_TEST_KILL_POINT": spec})

@@ -45,6 +45,7 @@ def arguments(name: str, doc: str) -> argparse.ArgumentParser:
     p.add_argument("--quick", action="store_true", help="the short variant run by make test")
     p.add_argument("--seed", type=int, default=None, help="random seed (printed in the report)")
     p.add_argument("--workdir", default="", help="scratch directory (default: a new temp dir)")
+    p.add_argument("--image", default="", help="run the broker as this container image (podman)")
     return p
 
 
@@ -114,6 +115,8 @@ def run_drill(name: str, body: Any, args: argparse.Namespace) -> int:
     except DrillError as exc:
         print(f"{name} drill could not run: {exc}", file=sys.stderr)
         return 2
+    except Exception as exc:  # what it checks broke it (e.g. a queue the restore lost): FAIL
+        report.check("the drill ran to its end", False, f"{type(exc).__name__}: {exc}")
     finally:
         for path in _scratch:  # the temp dirs this run made (never a --workdir)
             shutil.rmtree(path, ignore_errors=True)
@@ -184,6 +187,17 @@ class Broker:
             time.sleep(0.05)
         self.kill()
         raise DrillError(f"the broker did not answer /healthz in {STARTUP_DEADLINE_S} s")
+
+    @property
+    def main_pid(self) -> int | None:
+        return self.proc.pid if self.proc is not None else None
+
+    def describe(self) -> str:
+        return f"mqlite serve process {self.main_pid} (this checkout)"
+
+    def path_inside(self, host: Path) -> str:
+        """The path the broker sees for ``host`` (the same: no container)."""
+        return str(host)
 
     def log_tail(self) -> str:
         path = self.logdir / f"broker-{self.starts}.log"

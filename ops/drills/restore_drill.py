@@ -27,6 +27,7 @@ import threading
 import time
 from pathlib import Path
 
+import drill_container
 import drillkit
 import restore_populate as pop
 import restore_refusals
@@ -163,7 +164,7 @@ def own_source(report: drillkit.Report, args: argparse.Namespace, work: Path) ->
     mq = mqlite.open_embedded(f"file:{source}", background=False)
     exp = pop.populate(mq, args.per_state)
     mq.close()
-    live = drillkit.Broker(source, work)
+    live = drill_container.broker(args.image, source, work)
     live.start()
     try:
         report.progress("snapshot while HTTP writers run")
@@ -171,7 +172,7 @@ def own_source(report: drillkit.Report, args: argparse.Namespace, work: Path) ->
     finally:
         live.stop()
     age_from = time.monotonic()
-    restore_and_serve(report, snap, fresh, work, started, acked, exp, age_from)
+    restore_and_serve(report, snap, fresh, work, started, acked, exp, age_from, args.image)
     restore_refusals.run(report, snap, work, mqlite_cli)
 
 
@@ -184,6 +185,7 @@ def restore_and_serve(
     acked: list[tuple[int, float]],
     exp: pop.Expected | None,
     age_from: float,
+    image: str = "",
 ) -> None:
     report.progress(f"mqlite restore {snap} --data-dir {fresh}")
     began = time.monotonic()
@@ -204,10 +206,11 @@ def restore_and_serve(
         same,
         f"{len(table_digests(restored))} tables compared",
     )
-    broker = drillkit.Broker(restored, work)
+    broker = drill_container.broker(image, restored, work)
     stack = contextlib.ExitStack()
     broker.start()
     report.figure("recovery_time_s", round(time.monotonic() - began, 2))
+    report.figure("restored_broker", broker.describe())
     report.figure("snapshot_age_s_at_restore", round(began - started, 2))
     try:
         client = stack.enter_context(mqlite.connect(broker.url, broker.token))
@@ -262,7 +265,7 @@ def their_source(report: drillkit.Report, args: argparse.Namespace, work: Path) 
         )
         if done.returncode:
             raise drillkit.DrillError(done.stderr.strip())
-    restore_and_serve(report, snap, fresh, work, started, acked, None, time.monotonic())
+    restore_and_serve(report, snap, fresh, work, started, acked, None, time.monotonic(), args.image)
     restore_refusals.run(report, snap, work, mqlite_cli)
 
 

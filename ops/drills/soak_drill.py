@@ -1,12 +1,15 @@
 """The soak drill: consumer processes over HTTP under kills, bounded in time and count.
 
-A producer sends ``--messages`` at ``--rate`` to two queues: a standard one with 5 %
-poison messages (the handler raises: abandoned with a fixed backoff, dead-lettered at the
-delivery bound) and a ``group_fifo`` one (50 groups). ``--consumers`` processes
-(soak_consumer.py: the SDK's Receiver) consume them; one is SIGKILLed and restarted every
-``--kill-every`` seconds, and the broker is SIGKILLed at a third of the run and SIGTERMed
-at two thirds (both restarted on the same file). Loopback only: the broker is the drill's
-own, or ``--endpoint`` (token in MQLITE_TOKEN; broker kills are then skipped).
+A producer sends ``--messages`` at ``--rate`` to ONE standard queue, as issue 13 asks:
+every other message carries a ``group_id`` (50 groups: FIFO within each, parallel across
+them) and the ungrouped half holds the 5 % poison messages (the handler raises: abandoned
+with a fixed backoff, dead-lettered at the delivery bound). ``--consumers`` processes
+(8 by default; soak_consumer.py: the SDK's Receiver) all receive from that queue; one is
+SIGKILLed and restarted every ``--kill-every`` seconds, and the broker is SIGKILLed at a
+third of the run and SIGTERMed at two thirds (both restarted on the same file; with
+``--image`` the broker is that container, drill_container.py). Loopback only: the
+broker is the drill's own, or ``--endpoint`` (token in MQLITE_TOKEN; broker kills are
+then skipped).
 
 Checks: nothing left pending; every message completed (gone) or, the poison ones only,
 dead-lettered at the bound; no delivery handed out twice (a (seq, delivery count) pair
@@ -30,13 +33,16 @@ from collections import defaultdict
 from dataclasses import dataclass, field
 from pathlib import Path
 
+import drill_container
 import drillkit
 from crash_http import peek_all
 
 import mqlite
 
 CONSUMER = str(Path(__file__).with_name("soak_consumer.py"))
-STD, GROUPS = "drill-soak", "drill-soak-groups"
+STD = "drill-soak"  # the one queue every consumer receives from (issue 13)
+GROUPS = 50
+POISON_RATE = 0.10  # of the ungrouped half: 5 % of all messages
 BOUND, LEASE_MS, POISON_DELAY_MS = 4, 3000, 150
 RSS_GROWTH_LIMIT_MIB = 25.0
 
@@ -52,33 +58,32 @@ class Sent:
 def produce(client: mqlite.HttpClient, n: int, rate: float, sent: Sent, rng: random.Random) -> None:
     batch, i, began = 20, 0, time.monotonic()
     while i < n:
-        for queue in (STD, GROUPS):
-            msgs, kinds = [], []
-            for _ in range(batch // 2):
-                poison = queue == STD and rng.random() < 0.05
-                group = f"g{i % 50}" if queue == GROUPS else ""
-                msgs.append(
-                    mqlite.OutMessage(
-                        body=b"%d" % i,
-                        group_id=group,
-                        properties={"poison": "1" if poison else "0"},
-                    )
+        msgs, kinds = [], []
+        for _ in range(batch):
+            group = f"g{(i // 2) % GROUPS}" if i % 2 else ""
+            poison = not group and rng.random() < POISON_RATE
+            msgs.append(
+                mqlite.OutMessage(
+                    body=b"%d" % i,
+                    group_id=group,
+                    properties={"poison": "1" if poison else "0"},
                 )
-                kinds.append((poison, group))
-                i += 1
-            while True:
-                try:
-                    seqs = client.send(queue, msgs)
-                    break
-                except (mqlite.ConnectionFailed, mqlite.errors.MQLiteError):
-                    time.sleep(0.1)  # the broker is being killed: the drill's own doing
-            now = time.monotonic()
-            for seq, (poison, group) in zip(seqs, kinds, strict=True):
-                sent.queue[seq], sent.at[seq] = queue, now
-                if poison:
-                    sent.poison.add(seq)
-                if group:
-                    sent.group[seq] = group
+            )
+            kinds.append((poison, group))
+            i += 1
+        while True:
+            try:
+                seqs = client.send(STD, msgs)
+                break
+            except (mqlite.ConnectionFailed, mqlite.errors.MQLiteError):
+                time.sleep(0.1)  # the broker is being killed: the drill's own doing
+        now = time.monotonic()
+        for seq, (poison, group) in zip(seqs, kinds, strict=True):
+            sent.queue[seq], sent.at[seq] = STD, now
+            if poison:
+                sent.poison.add(seq)
+            if group:
+                sent.group[seq] = group
         ahead = i / rate - (time.monotonic() - began)
         if ahead > 0:
             time.sleep(ahead)
@@ -188,23 +193,23 @@ def run(report: drillkit.Report, args: argparse.Namespace) -> None:
     rng = random.Random(seed)
     report.figure("seed", seed)
     work = drillkit.workdir(args, "soak")
-    broker = None
+    broker: drillkit.Broker | drill_container.ContainerBroker | None = None
     if args.endpoint:
         url, token = args.endpoint.rstrip("/"), os.environ.get("MQLITE_TOKEN", "")
     else:
-        broker = drillkit.Broker(work / "soak.db", work)
+        broker = drill_container.broker(args.image, work / "soak.db", work)
         broker.start()
+        report.figure("broker", broker.describe())
         url, token = broker.url, broker.token
     admin = mqlite.connect(url, token or None)
     names = {q.name for q in admin.list_queues()}
-    for q, mode in ((STD, "standard"), (GROUPS, "group_fifo")):
-        if q not in names:
-            admin.create_queue(
-                q,
-                mqlite.QueueConfig(
-                    lock_duration_ms=LEASE_MS, max_delivery_count=BOUND, ordering_mode=mode
-                ),
-            )
+    if STD not in names:  # standard: per-group FIFO, ungrouped messages unordered
+        admin.create_queue(
+            STD,
+            mqlite.QueueConfig(
+                lock_duration_ms=LEASE_MS, max_delivery_count=BOUND, ordering_mode="standard"
+            ),
+        )
     sent = Sent()
     producer = threading.Thread(target=produce, args=(admin, args.messages, args.rate, sent, rng))
     env = drillkit.clean_env({"MQLITE_TOKEN": token})
@@ -212,10 +217,9 @@ def run(report: drillkit.Report, args: argparse.Namespace) -> None:
     procs: list[subprocess.Popen[bytes]] = []
 
     def spawn(k: int) -> subprocess.Popen[bytes]:
-        queue = STD if k % 2 == 0 else GROUPS
         logs.append(work / f"consumer-{k}-{len(logs)}.log")
         return subprocess.Popen(
-            [sys.executable, CONSUMER, url, queue, str(logs[-1])],
+            [sys.executable, CONSUMER, url, STD, str(logs[-1])],
             env=env,
             stdout=subprocess.DEVNULL,
             stderr=subprocess.DEVNULL,
@@ -249,8 +253,8 @@ def run(report: drillkit.Report, args: argparse.Namespace) -> None:
             broker.kill(sig)
             broker.start()
             rss.clear()  # a new process: its warm-up starts again
-        if broker and broker.proc:
-            rss.append((now - began, rss_mib(broker.proc.pid)))
+        if broker and (pid := broker.main_pid):
+            rss.append((now - began, rss_mib(pid)))
         handled = read_logs(logs)
         report.progress(
             f"{len(sent.queue)}/{args.messages} sent, {len(handled)} handled, "
@@ -258,7 +262,7 @@ def run(report: drillkit.Report, args: argparse.Namespace) -> None:
             + (f", broker RSS {rss[-1][1]:.0f} MiB" if rss else "")
         )
         if not producer.is_alive() and len(sent.queue) >= args.messages:
-            stats = {q: admin.stats(q) for q in (STD, GROUPS)}
+            stats = {STD: admin.stats(STD)}
             if all(s.active + s.locked + s.scheduled == 0 for s in stats.values()):
                 break
     elapsed = time.monotonic() - began
@@ -272,7 +276,7 @@ def run(report: drillkit.Report, args: argparse.Namespace) -> None:
         except subprocess.TimeoutExpired:
             p.kill()
     producer.join(timeout=30)
-    left = {q: admin.stats(q) for q in (STD, GROUPS)}
+    left = {STD: admin.stats(STD)}
     dead = [m for m in peek_all(admin, STD) if m.state == "dead_lettered"]
     verify(report, sent, read_logs(logs), left, dead)
     report.figure("messages", len(sent.queue))

@@ -53,6 +53,64 @@ mq.close()
 
 FIGURES = ("send_one", "batch64", "drain")
 
+# All three figures in ONE callgrind run (the suite's use: valgrind takes ~30 s to start
+# the interpreter alone): os.getppid() is a marker, and --dump-before=getppid writes the
+# cost accumulated since the previous marker, so each dump between two markers is one
+# figure exactly, start-up and the drain's prefill falling into dumps of their own.
+ONE_RUN = r"""
+import os, sys
+sys.path.insert(0, sys.argv[1])
+import mqlite
+from mqlite import OutMessage, QueueConfig
+n, db = int(sys.argv[2]), sys.argv[3]
+mq = mqlite.open_embedded("file:" + db, background=False)
+for q in ("one", "batch", "drain"):
+    mq.create_queue(q, QueueConfig(lock_duration_ms=3_600_000))
+body = bytes(range(256))
+os.getppid()
+for _ in range(n):
+    mq.send_one("one", OutMessage(body=body))
+os.getppid()
+for _ in range(n // 64):
+    mq.send("batch", [OutMessage(body=body)] * 64)
+os.getppid()
+for _ in range(n // 64):
+    mq.send("drain", [OutMessage(body=body)] * 64)
+os.getppid()
+while got := mq.receive("drain", max_messages=64):
+    mq.complete_batch("drain", [(m.seq_number, m.lock_token) for m in got])
+os.getppid()
+mq.close()
+"""
+SEGMENTS = {"send_one": 2, "batch64": 3, "drain": 5}  # dump number -> figure
+
+
+def this_tree(n: int, work: Path) -> dict[str, object]:
+    """Instructions per message of each figure for this tree, from one callgrind run."""
+    work.mkdir(parents=True, exist_ok=True)
+    n = max(64, n // 64 * 64)
+    script, out = work / "one_run.py", work / "cg.out"
+    script.write_text(ONE_RUN)
+    done = subprocess.run(
+        ["valgrind", "--tool=callgrind", "--dump-before=getppid",
+         f"--callgrind-out-file={out}", sys.executable, str(script), str(REPO / "app"),
+         str(n), str(work / "instr.db")],
+        capture_output=True, text=True, timeout=1800,
+    )  # fmt: skip
+    if done.returncode != 0:
+        raise RuntimeError(f"callgrind failed ({done.returncode}):\n{done.stderr[-2000:]}")
+    totals = {}
+    for dump in work.glob("cg.out.*"):
+        match = re.search(r"^(?:summary|totals): (\d+)", dump.read_text(), re.M)
+        if match and dump.suffix[1:].isdigit():
+            totals[int(dump.suffix[1:])] = int(match.group(1))
+    figures = {f: round(totals[k] / n) for f, k in SEGMENTS.items() if k in totals}
+    if len(figures) != len(SEGMENTS):
+        raise RuntimeError(
+            f"callgrind dumps: expected {sorted(SEGMENTS.values())}, got {sorted(totals)}"
+        )
+    return {"messages": n, "per_message": figures, "startup": totals.get(1)}
+
 
 def instructions(app_dir: Path, figure: str, n: int, work: Path) -> int:
     script = work / "workload.py"

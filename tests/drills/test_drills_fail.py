@@ -123,7 +123,7 @@ def test_restore_rpo_fails_when_a_write_acknowledged_before_the_snapshot_is_miss
 def soak_fixture() -> soak_drill.Sent:
     sent = soak_drill.Sent()
     for seq in (1, 2, 3, 4):
-        sent.queue[seq], sent.at[seq] = soak_drill.GROUPS, 0.0
+        sent.queue[seq], sent.at[seq] = soak_drill.STD, 0.0
         sent.group[seq] = "g"
     sent.queue[5], sent.at[5] = soak_drill.STD, 0.0
     sent.poison.add(5)
@@ -145,7 +145,7 @@ def soak_verdict(
     handled: list[tuple[int, int, float]], dead: list[mqlite.Message]
 ) -> dict[str, bool]:
     report = drillkit.Report("soak")
-    left = {q: mqlite.Stats(q) for q in (soak_drill.STD, soak_drill.GROUPS)}
+    left = {soak_drill.STD: mqlite.Stats(soak_drill.STD)}
     soak_drill.verify(report, soak_fixture(), handled, left, dead)
     return checks(report.as_dict())
 
@@ -181,3 +181,16 @@ def test_soak_fails_when_poison_is_redelivered_before_its_backoff_or_not_dead_le
     verdict = soak_verdict(handled, [])
     assert verdict["poison backoff respected"] is False
     assert verdict["poison messages, and only they, dead-lettered at the bound"] is False
+
+
+def test_an_unexpected_error_inside_a_drill_is_a_fail_report_not_a_traceback() -> None:
+    """A restored broker without a queue the drill expects raises inside the body: the
+    operator gets FAIL (exit 1) naming the error, as with any broken check."""
+
+    def body(report: drillkit.Report, args: object) -> None:
+        report.check("a check before it broke", True)
+        raise mqlite.errors.QueueNotFound("queue 'drill-restore' not found")
+
+    args = drillkit.arguments("restore", "").parse_args(["--json"])
+    assert drillkit.run_drill("restore", body, args) == 1
+    assert drillkit.run_drill("restore", lambda r, a: r.check("ok", True), args) == 0

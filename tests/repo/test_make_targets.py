@@ -57,3 +57,29 @@ def test_bench_installs_its_peers_then_runs_the_suite_and_test_does_not(tmp_path
     assert lines[-2] == "tests/bench/suite/deps.sh .venv"
     assert lines[-1].endswith("/bin/python tests/bench/suite/run.py ")  # BENCH_ARGS empty
     assert not any("bench/suite" in line for line in dry_run("test", tmp_path))
+
+
+@pytest.mark.parametrize("failing", ["core", "service", "none"])
+def test_make_test_fails_when_either_pytest_process_fails(tmp_path: Path, failing: str) -> None:
+    """ops/ci/run-tests.sh runs the service tiers beside the core tiers: each tier in
+    exactly one process, and the run fails when either fails (its log is printed)."""
+    fake = tmp_path / "python"
+    fake.write_text(
+        "#!/bin/sh\n"
+        'case "$*" in *--ignore=tests/appliance*) kind=core ;; *) kind=service ;; esac\n'
+        'echo "ran $kind: $*"\n'
+        f'[ "$kind" != "{failing}" ]\n'
+    )
+    fake.chmod(0o755)
+    script = REPO / "ops" / "ci" / "run-tests.sh"
+    proc = subprocess.run(
+        [str(script), "-x"], env={**os.environ, "PY": str(fake)}, capture_output=True, text=True
+    )
+    assert proc.returncode == (0 if failing == "none" else 1), proc.stdout + proc.stderr
+    runs = [line for line in proc.stdout.splitlines() if line.startswith("ran ")]
+    assert len(runs) == 2, proc.stdout
+    core = next(r for r in runs if r.startswith("ran core"))
+    service = next(r for r in runs if r.startswith("ran service"))
+    for tier in ("appliance", "ops", "replication", "browser", "drills"):
+        assert f"--ignore=tests/{tier}" in core and f" tests/{tier}" in service
+    assert "-x" in core and "-x" in service

@@ -22,6 +22,11 @@ import probes
 from side import Side
 
 SCENARIOS = ("produce_1", "produce_64", "drain", "e2e")
+# The original's produce_p4 and batch_16, on the sides that have ``produce_p4`` (threads,
+# a connection each) and ``produce_batch`` (any batch size).
+PRODUCE_MORE = ("produce_p4", "batch_16")
+PRODUCE = ("produce_1", "produce_64", *PRODUCE_MORE)  # database bytes per message: these
+MANY = ("e2e_4x4", "sessions_64g", "longpoll")  # workloads.py, on the sides that offer them
 BODY_SIZES = (64, 4096, 65536, 1 << 20)  # the body-size sweep: send_one + drain of each
 
 
@@ -69,8 +74,14 @@ def run_cell(side: Side, scenario: str, rep: int, n: int, body: bytes, tmp: Path
             lat = side.produce_1(n, body)
         elif scenario == "produce_64":
             lat = side.produce_64(n, body)
+        elif scenario == "produce_p4":
+            lat = side.produce_p4(n, body)  # type: ignore[attr-defined]
+        elif scenario == "batch_16":
+            lat = side.produce_batch(n, body, 16)  # type: ignore[attr-defined]
         elif scenario == "e2e":
             lat = side.e2e(n, body)
+        elif scenario in MANY:
+            lat = getattr(side, scenario)(n, body)
         elif scenario.startswith("deliver_"):
             lat = side.produce_1(n, body)
             side.drain(n)
@@ -100,7 +111,7 @@ def run_cell(side: Side, scenario: str, rep: int, n: int, body: bytes, tmp: Path
         client_peak_rss_kb=client_rss,
         broker_peak_rss_kb=broker_rss,
         written_b=round(written / n, 1),
-        db_b=round((disk1 - disk0) / n, 1) if scenario.startswith("produce") else None,
+        db_b=round((disk1 - disk0) / n, 1) if scenario in PRODUCE else None,
         p50_us=round(_quantile(lat_sorted, 0.5), 1) if lat_sorted else None,
         p99_us=round(_quantile(lat_sorted, 0.99), 1) if lat_sorted else None,
     )

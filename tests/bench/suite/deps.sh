@@ -17,6 +17,8 @@ nats-server
 # The fixed-body HTTP load client (http_bench.py's Loader; the suite falls back to its
 # asyncio raw-socket client without it).
 wrk
+# instructions per message (extras.py, full run or --instructions): callgrind.
+valgrind
 # --- bench apt packages: end ---
 )
 

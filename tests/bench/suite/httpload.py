@@ -26,17 +26,54 @@ sys.path.insert(0, str(Path(__file__).resolve().parent.parent))  # http_bench.py
 
 import http_bench
 
-SCENARIOS = {  # scenario -> (connections, messages per Send)
+SCENARIOS = {  # scenario -> (connections, messages per Send; 0: Receive 256 + CompleteBatch)
     "http_send_c8": (8, 1),
     "http_send_c32": (32, 1),
     "http_batch64_c32": (32, 64),
+    "http_recv256_complete_c8": (8, 0),
 }
+PREFILL_PER_S = 25_000  # messages put in before a Receive cell, per second of wrk load
+# Receive 256 then CompleteBatch of what came back, on any of the thread's connections:
+# a Receive's answer queues its CompleteBatch, the next request sends it. Only the
+# messages CompleteBatch answers ok for count. Bodies are base64 and there are no
+# properties, so the two patterns below cannot match inside a message.
+LUA_RECEIVE = """
+local pending = {}
+completed = 0  -- a global: done() reads it per thread with thread:get
+request = function()
+  local b = table.remove(pending)
+  if b then return wrk.format("POST", COMPLETE_PATH, nil, b) end
+  return wrk.format("POST", RECEIVE_PATH, nil, RECEIVE_BODY)
+end
+response = function(status, headers, body)
+  if status ~= 200 then return end
+  if string.find(body, '"results"', 1, true) then
+    local _, k = string.gsub(body, '"ok":true', "")
+    completed = completed + k
+    return
+  end
+  local seqs, toks, items = {}, {}, {}
+  for x in string.gmatch(body, '"seq_number":(%d+)') do seqs[#seqs + 1] = x end
+  for x in string.gmatch(body, '"lock_token":"([^"]+)"') do toks[#toks + 1] = x end
+  for i = 1, #seqs do
+    items[#items + 1] = '{"seq_number":' .. seqs[i] .. ',"lock_token":"' .. toks[i] .. '"}'
+  end
+  if #items > 0 then
+    local list = table.concat(items, ",")
+    pending[#pending + 1] = '{"queue":' .. QUEUE .. ',"messages":[' .. list .. ']}'
+  end
+end
+local threads = {}
+setup = function(thread) threads[#threads + 1] = thread end
+"""
 LUA_DONE = """
 done = function(summary, latency, requests)
   local e = summary.errors
-  io.write(string.format("BENCH %d %d %d %.0f %.0f\\n", summary.requests, summary.duration,
+  local completed = 0
+  for _, t in ipairs(threads or {}) do completed = completed + (t:get("completed") or 0) end
+  io.write(string.format("BENCH %d %d %d %.0f %.0f %d\\n", summary.requests, summary.duration,
     e.connect + e.read + e.write + e.status + e.timeout,
-    latency:percentile(50), latency:percentile(99)))
+    latency:percentile(50), latency:percentile(99), completed))
 end
 """
 
@@ -65,14 +102,27 @@ def wrk_cell(side: WrkSide, scenario: str, rep: int, seconds: int, tmp: Path) ->
                                           {"name": queue}, server.token)  # fmt: skip
     if status != 200:
         raise RuntimeError(f"CreateQueue {queue}: {status} {answer}")
-    body = http_bench.send_body(batch, queue).decode()
     script = tmp / f"{scenario}.lua"
-    script.write_text(
+    head = (
         'wrk.method = "POST"\n'
-        f"wrk.body = {json.dumps(body)}\n"
         'wrk.headers["Content-Type"] = "application/json"\n'
-        f'wrk.headers["Authorization"] = "Bearer {server.token}"\n' + LUA_DONE
+        f'wrk.headers["Authorization"] = "Bearer {server.token}"\n'
     )
+    if batch:
+        body = http_bench.send_body(batch, queue).decode()
+        script.write_text(head + f"wrk.body = {json.dumps(body)}\n" + LUA_DONE)
+    else:  # the queue is filled first (not measured), deep enough not to run dry
+        http_bench.fill(server.port, server.token, queue, PREFILL_PER_S * seconds, 4)
+        receive = json.dumps({"queue": queue, "max_messages": http_bench.RECEIVE_MAX})
+        script.write_text(
+            head
+            + f"QUEUE = {json.dumps(json.dumps(queue))}\n"
+            + f"RECEIVE_PATH = {json.dumps(http_bench.RECEIVE)}\n"
+            + f"COMPLETE_PATH = {json.dumps(http_bench.COMPLETE_BATCH)}\n"
+            + f"RECEIVE_BODY = {json.dumps(receive)}\n"
+            + LUA_RECEIVE
+            + LUA_DONE
+        )
     url = f"http://127.0.0.1:{server.port}{http_bench.SEND}"
     broker = server.pids()
     probes.reset_peak_rss(broker)
@@ -84,10 +134,10 @@ def wrk_cell(side: WrkSide, scenario: str, rep: int, seconds: int, tmp: Path) ->
     line = next((x for x in done.stdout.splitlines() if x.startswith("BENCH ")), None)
     if line is None:
         raise RuntimeError(f"no summary from wrk:\n{done.stdout}")
-    requests, dur_us, errors, p50, p99 = (float(x) for x in line.split()[1:])
+    requests, dur_us, errors, p50, p99, completed = (float(x) for x in line.split()[1:])
     ok = int(requests - errors)  # errors.status: the non-2xx/3xx responses
     wall = dur_us / 1e6
-    n = max(1, ok * batch)
+    n = max(1, ok * batch if batch else int(completed))
     return Result(
         system=side.name,
         scenario=scenario,

@@ -14,19 +14,63 @@ from collections import defaultdict
 from pathlib import Path
 from typing import Any
 
+import report_once
+
 BEGIN, END = "<!-- bench:begin -->", "<!-- bench:end -->"
 BASELINE = "mqlite"
 METRICS = ("rate", "client_cpu_us", "broker_cpu_us", "client_peak_rss_kb",
            "broker_peak_rss_kb", "written_b", "db_b", "p50_us", "p99_us")  # fmt: skip
 TITLES = {
-    "produce_1": "One producer, one acknowledged message at a time (256 B bodies)",
-    "produce_64": "Batches of 64 messages, one acknowledgement per batch (256 B)",
+    "produce_1": "produce_p1: one producer, one acknowledged message at a time (256 B bodies)",
+    "produce_p4": "produce_p4: 4 producer threads (a connection each where the system has "
+    "them), one acknowledged message at a time, no consumer (256 B)",
+    "batch_16": "batch_16: batches of 16 messages, one acknowledgement per batch (256 B)",
+    "produce_64": "batch_64: batches of 64 messages, one acknowledgement per batch (256 B)",
     "drain": "Drain of a filled queue: receive up to 64, acknowledge each (256 B)",
     "http_send_c8": "mqlite serve under wrk: Send of 1 message, 8 connections (256 B)",
     "http_send_c32": "mqlite serve under wrk: Send of 1 message, 32 connections (256 B)",
     "http_batch64_c32": "mqlite serve under wrk: Send of 64 messages, 32 connections (256 B)",
+    "http_recv256_complete_c8": "mqlite serve under wrk: Receive 256 + CompleteBatch of what came "
+    "back, 8 connections, on a prefilled queue (256 B; messages completed)",
     "e2e": "One producer (single sends) and one consumer (batches of up to 64) at once (256 B)",
+    "e2e_4x4": "4 producers (single sends) and 4 consumers (receive 16, wait 20 ms, "
+    "CompleteBatch) at once (256 B)",
+    "sessions_64g": "e2e_4x4 on a group_fifo queue, each message in one of 64 random groups",
+    "longpoll": "Long-poll latency: send one message to a consumer parked in receive("
+    "wait 5 s); p50/p99 is send → delivery (paced: the rate is not a throughput)",
 }
+
+
+# The original's scenario names (original-behaviour.md §11, issue 17) -> (table, row).
+# Its FULL and props scenarios are the ``-full`` and ``-props`` rows of the produce tables.
+MATRIX = (
+    ("produce_p1", "produce_1", "mqlite"),
+    ("produce_p4", "produce_p4", "mqlite"),
+    ("batch_16", "batch_16", "mqlite"),
+    ("batch_64", "produce_64", "mqlite"),
+    ("e2e_4x4", "e2e_4x4", "mqlite"),
+    ("sessions_64g", "sessions_64g", "mqlite"),
+    ("produce_p1_FULL", "produce_1", "mqlite-full"),
+    ("produce_p4_FULL", "produce_p4", "mqlite-full"),
+    ("props_p4", "produce_p4", "mqlite-props"),
+    ("props_batch64", "produce_64", "mqlite-props"),
+)
+
+
+def _matrix(summ: dict[tuple[str, str], dict[str, Any]]) -> list[str]:
+    """One line per scenario of the original's matrix measured in this run."""
+    lines = [
+        "| original's scenario | table (row) | msg/s (min–max) | p50 / p99 µs |",
+        "|---|---|---:|---:|",
+    ]
+    for name, scenario, system in MATRIX:
+        v = summ.get((scenario, system))
+        if v is None:
+            continue
+        lat = f"{_n(v['p50_us'])} / {_n(v['p99_us'])}" if v["p50_us"] is not None else "—"
+        lines.append(f"| {name} | {scenario} ({system}) | {_n(v['rate'])} "
+                     f"({_n(v['rate_min'])}–{_n(v['rate_max'])}) | {lat} |")  # fmt: skip
+    return lines if len(lines) > 2 else []
 
 
 def summarize(data: dict[str, Any]) -> dict[tuple[str, str], dict[str, Any]]:
@@ -126,6 +170,14 @@ def markdown(data: dict[str, Any], plots: list[Path], docs_dir: Path) -> str:
         "reuses its WAL shows 0); per-message latency.",
         "",
     ]
+    matrix = _matrix(summ)
+    if matrix:
+        out += ["### The original's scenario matrix, embedded", "",
+                "Where each scenario of the Go original's bench is in the tables below: "
+                "`-full` rows run with synchronous=FULL, `-props` rows send 6 properties "
+                "+ message_id, subject, correlation_id and content_type. (The original's "
+                "batch_16/batch_64 ran 4 producers; here one producer sends the batches.)",
+                "", *matrix, ""]  # fmt: skip
     for scenario, title in TITLES.items():
         if any(k[0] == scenario for k in summ):
             out += [f"### {title}", "", *_table(summ, scenario), ""]
@@ -134,6 +186,7 @@ def markdown(data: dict[str, Any], plots: list[Path], docs_dir: Path) -> str:
         out += ["### Body sizes: bytes written per delivery", "",
                 "Each message sent alone, then drained (receive 64 + complete).", "",
                 *sweep, ""]  # fmt: skip
+    out += report_once.markdown(data.get("once") or {})
     out += ["### Durability of each system, as configured", ""]
     out += [f"- {name}: {how}" for name, how in sorted(meta["durability"].items())]
     if meta["unavailable"]:
@@ -215,7 +268,7 @@ def plots(data: dict[str, Any], img: Path) -> list[Path]:
         made.append(img / "bench-rss-over-run.png")
         fig.savefig(made[-1], dpi=80)
         plt.close(fig)
-    return made
+    return made + report_once.plots(data.get("once") or {}, img, plt)
 
 
 def compare(old: dict[str, Any], new: dict[str, Any]) -> str:
@@ -229,6 +282,11 @@ def compare(old: dict[str, Any], new: dict[str, Any]) -> str:
                 continue
             change = f"{(y - x) / x:+.1%}" if x else "n/a"
             lines.append(f"{key[0]:<16} {key[1]:<20} {m:<20} {x:>12,.1f} {y:>12,.1f} {change}")
+    fa, fb = report_once.figures(old), report_once.figures(new)
+    for key in sorted(fa.keys() & fb.keys()):
+        x, y = fa[key], fb[key]
+        change = f"{(y - x) / x:+.1%}" if x else "n/a"
+        lines.append(f"{key[0]:<16} {'mqlite':<20} {key[1]:<20} {x:>12,.1f} {y:>12,.1f} {change}")
     for key in sorted(a.keys() - b.keys()):
         lines.append(f"{key[0]:<16} {key[1]:<20} only in the old run")
     for key in sorted(b.keys() - a.keys()):

@@ -2,12 +2,19 @@
 
     .venv/bin/python tests/bench/suite/run.py [--quick | --tiny] [--systems a,b,...]
         [--out bench-results.json] [--docs docs/benchmarks.md] [--img docs/img]
-        [--no-plots] [--compare OLD.json]
+        [--no-plots] [--only a,b,...] [--instructions] [--compare OLD.json]
 
 Every system answers the same scenarios (``cells.SCENARIOS``: one producer sending one
 acknowledged message at a time; batches of 64 with one acknowledgement; a drain of a
-filled queue, receiving and acknowledging in batches of up to 64), and mqlite and the
-raw sqlite3 floor also the body-size sweep (``deliver_<size>``). Three repetitions,
+filled queue, receiving and acknowledging in batches of up to 64; one producer beside one
+consumer), mqlite embedded, over HTTP (sync SDK) and the raw sqlite3 floor also 4
+producers sending single messages (``produce_p4``) and batches of 16 (``batch_16``),
+mqlite and the raw sqlite3 floor also the body-size sweep (``deliver_<size>``),
+mqlite embedded and over HTTP also 4 producers × 4 consumers, the same over 64 groups
+and the long-poll latency (``workloads.py``), mqlite under wrk also Receive 256 +
+CompleteBatch. After the repetitions, once each (``extras.py``): a deep backlog drained
+with its file bloat and reclaim, a soak with ramp-down and consumer churn, and (full
+mode or ``--instructions``) instructions per message under callgrind. Three repetitions,
 interleaved: each repetition runs every scenario on every system, the systems' order
 rotated, so host noise hits all of them alike. Servers (``servers.py``) start once,
 before the first cell, each on a free loopback port in a temporary directory, and are
@@ -32,11 +39,13 @@ import sys
 import tempfile
 import time
 from pathlib import Path
+from typing import Any
 
 HERE = Path(__file__).resolve().parent
 sys.path.insert(0, str(HERE))
 
 import cells  # noqa: E402
+import extras  # noqa: E402
 import httpload  # noqa: E402
 import probes  # noqa: E402
 import report  # noqa: E402
@@ -46,8 +55,25 @@ import sides_local  # noqa: E402
 import sides_net  # noqa: E402
 
 REPO = HERE.parents[2]
-MODES = {  # messages per cell for produce_1 / produce_64 / drain, and per sweep cell (bytes)
-    "tiny": {"one": 128, "batch": 256, "drain": 256, "sweep_bytes": 1 << 20, "reps": 2, "wrk_s": 1},
+# Messages per cell: one (produce_1, produce_p4, e2e), batch (produce_64, batch_16), drain,
+# many (e2e_4x4, sessions_64g), longpoll; bytes per body-size cell; seconds of wrk load; and for the
+# experiments run once (extras.py): backlog depth, soak phase and churn seconds, messages
+# per instruction-count figure.
+MODES: dict[str, dict[str, Any]] = {
+    "tiny": {
+        "one": 128,
+        "batch": 256,
+        "drain": 256,
+        "sweep_bytes": 1 << 20,
+        "reps": 2,
+        "wrk_s": 1,
+        "many": 128,
+        "longpoll": 8,
+        "backlog": 2_048,
+        "soak_s": 0.4,
+        "churn_s": 0.25,
+        "instr_msgs": 64,
+    },
     "quick": {
         "one": 256,
         "batch": 1_024,
@@ -55,6 +81,12 @@ MODES = {  # messages per cell for produce_1 / produce_64 / drain, and per sweep
         "sweep_bytes": 2 << 20,
         "reps": 3,
         "wrk_s": 1,
+        "many": 1_024,
+        "longpoll": 50,
+        "backlog": 20_000,
+        "soak_s": 3,
+        "churn_s": 0.25,
+        "instr_msgs": 128,
     },
     "full": {
         "one": 2_048,
@@ -63,6 +95,12 @@ MODES = {  # messages per cell for produce_1 / produce_64 / drain, and per sweep
         "sweep_bytes": 16 << 20,
         "reps": 3,
         "wrk_s": 3,
+        "many": 8_192,
+        "longpoll": 200,
+        "backlog": 200_000,
+        "soak_s": 15,
+        "churn_s": 0.25,
+        "instr_msgs": 384,
     },
 }
 WRK = "mqlite-http-wrk"
@@ -117,9 +155,12 @@ def start_sides(names: list[str], tmp: Path) -> tuple[list, list, dict[str, str]
     return sides, started, absent
 
 
-def plan(sides: list, mode: dict[str, int]) -> list[tuple[object, str, int, bytes]]:
-    """One repetition's cells: every scenario, each over every system, order rotated."""
-    out = []
+def plan(
+    sides: list, mode: dict[str, Any], only: set[str] | None = None
+) -> list[list[tuple[object, str, int, bytes]]]:
+    """One repetition's cells: every scenario, each over every system, order rotated
+    (``only``: just these scenarios; a body-size cell is named ``deliver_<bytes>``)."""
+    out: list[list[tuple[object, str, int, bytes]]] = []
     wrk = [s for s in sides if isinstance(s, httpload.WrkSide)]
     sides = [s for s in sides if s not in wrk]
     for scenario in cells.SCENARIOS:
@@ -128,17 +169,29 @@ def plan(sides: list, mode: dict[str, int]) -> list[tuple[object, str, int, byte
             group = [s for s in group if s.batch]
         n = mode["batch" if scenario == "produce_64" else "drain" if scenario == "drain" else "one"]
         out.append([(s, scenario, n, BODY) for s in group])
+    for scenario in cells.PRODUCE_MORE:  # the variants (FULL, properties) too
+        method = "produce_p4" if scenario == "produce_p4" else "produce_batch"
+        group = [s for s in sides if hasattr(s, method)]
+        out.append([(s, scenario, mode["one" if method == "produce_p4" else "batch"], BODY)
+                    for s in group])  # fmt: skip
+    for scenario in cells.MANY:
+        group = [s for s in sides if hasattr(s, scenario) and not s.produce_only]
+        n = mode["longpoll" if scenario == "longpoll" else "many"]
+        out.append([(s, scenario, n, BODY) for s in group])
     for size in cells.BODY_SIZES:
         group = [s for s in sides if s.name in SWEEP_SYSTEMS]
         n = max(8, min(mode["one"], mode["sweep_bytes"] // size))
         out.append([(s, f"deliver_{size}", n, b"\x5a" * size) for s in group])
     out += [[(s, scenario, mode["wrk_s"], BODY) for s in wrk] for scenario in httpload.SCENARIOS]
-    return out
+    if only is not None:
+        out = [[c for c in group if c[1] in only] for group in out]
+    return [group for group in out if group]
 
 
 def run(args: argparse.Namespace) -> dict[str, object]:
     mode = MODES[args.mode]
     names = args.systems.split(",") if args.systems else DEFAULT_SYSTEMS
+    only = set(args.only.split(",")) if args.only else None
     results: list[dict[str, object]] = []
     with tempfile.TemporaryDirectory(prefix="mqbench-", dir=args.dir) as tmp_s:
         tmp = Path(tmp_s)
@@ -149,7 +202,7 @@ def run(args: argparse.Namespace) -> dict[str, object]:
         load0, busy0, t0 = os.getloadavg(), host_ticks(), time.monotonic()
         try:
             for rep in range(mode["reps"]):
-                for group in plan(sides, mode):
+                for group in plan(sides, mode, only):
                     k = rep % len(group) if group else 0
                     for side, scenario, n, body in group[k:] + group[:k]:
                         if scenario in httpload.SCENARIOS:  # n: seconds of load
@@ -159,6 +212,9 @@ def run(args: argparse.Namespace) -> dict[str, object]:
                         results.append(r.row())
                         print(f"bench: rep {rep} {scenario:<14} {side.name:<20} "
                               f"{r.rate:>10,.0f} msg/s", file=sys.stderr)  # fmt: skip
+            with_instr = args.instructions or args.mode == "full"
+            once, skipped = extras.run(mode, names, started, tmp, only, with_instr)
+            absent.update(skipped)
         finally:
             rss_series = sampler.stop()
             for server in started:
@@ -183,6 +239,7 @@ def run(args: argparse.Namespace) -> dict[str, object]:
             "unavailable": absent,
         },
         "rss_kb_over_run": rss_series,  # name -> [(seconds since start, RSS kB)]
+        "once": once,  # extras.py: backlog, soak, instructions (one run each, not repeated)
         "cells": results,
     }
 
@@ -198,6 +255,9 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--docs", type=Path, default=REPO / "docs" / "benchmarks.md")
     p.add_argument("--img", type=Path, default=REPO / "docs" / "img")
     p.add_argument("--no-plots", action="store_true")
+    p.add_argument("--only", help="comma-separated scenarios and extras (default: all)")
+    p.add_argument("--instructions", action="store_true",
+                   help="count instructions under callgrind outside the full mode too")  # fmt: skip
     p.add_argument("--dir", help="where the temporary databases go (default: $TMPDIR)")
     p.add_argument("--compare", type=Path, metavar="OLD.json")
     p.add_argument("--against", type=Path, metavar="NEW.json", help="with --compare: no run")

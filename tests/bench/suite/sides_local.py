@@ -17,6 +17,7 @@ import time
 from pathlib import Path
 from typing import Any
 
+import workloads
 from side import IDLE_S, Side, pair, timed_each
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))  # engine_bench.py
@@ -24,16 +25,44 @@ sys.path.insert(0, str(Path(__file__).resolve().parent.parent))  # engine_bench.
 import engine_bench
 
 import mqlite
-from mqlite import OutMessage, QueueConfig
+from mqlite import OrderingMode, OutMessage, QueueConfig
 
 Q = "bench"
+MANY = ("e2e_4x4", "sessions_64g", "longpoll")  # the workloads.py scenarios, mqlite only
+
+
+def _config(cell: str) -> QueueConfig:
+    """sessions_64g runs on a group_fifo queue; every other cell on a standard one."""
+    mode = OrderingMode.GROUP_FIFO if cell == "sessions-64g" else OrderingMode.STANDARD
+    return QueueConfig(lock_duration_ms=60_000, ordering_mode=mode)
+
+
+class ManyMixin:
+    """The workloads.py scenarios for a side with ``queue`` and ``client_for()``."""
+
+    queue: str
+
+    def client_for(self) -> Any:
+        raise NotImplementedError
+
+    def e2e_4x4(self, n: int, body: bytes) -> None:
+        workloads.many(self.client_for, self.queue, n, body)
+
+    def sessions_64g(self, n: int, body: bytes) -> None:
+        workloads.many(self.client_for, self.queue, n, body, groups=64)
+
+    def longpoll(self, n: int, body: bytes) -> list[float]:
+        return workloads.longpoll(self.client_for, self.queue, n)
+
+
 PROPS = {f"p{i}": f"value-{i}" for i in range(6)}  # the original's props_* scenarios
 META = {"message_id": "m-1", "subject": "orders", "correlation_id": "c-1",
         "content_type": "application/json"}  # fmt: skip
 
 
-class MqliteEmbedded(Side):
+class MqliteEmbedded(ManyMixin, Side):
     batch = True
+    queue = Q
 
     def __init__(self, sync: str = "NORMAL", props: bool = False) -> None:
         self.sync, self.props = sync, props
@@ -45,7 +74,10 @@ class MqliteEmbedded(Side):
     def open(self, workdir: Path, cell: str) -> None:
         self.dir = workdir
         self.mq = mqlite.open_embedded(f"file:{workdir}/mq.db", background=False, sync=self.sync)
-        self.mq.create_queue(Q, QueueConfig(lock_duration_ms=60_000))
+        self.mq.create_queue(Q, _config(cell))
+
+    def client_for(self) -> Any:
+        return self.mq  # one engine, shared by every thread (it serializes its writer)
 
     def close(self) -> None:
         self.mq.close()
@@ -63,9 +95,16 @@ class MqliteEmbedded(Side):
         return timed_each(n, lambda: self.mq.send_one(Q, msg))
 
     def produce_64(self, n: int, body: bytes) -> None:
-        batch = [self._msg(body)] * 64
-        for _ in range(n // 64):
+        self.produce_batch(n, body, 64)
+
+    def produce_batch(self, n: int, body: bytes, size: int) -> None:
+        batch = [self._msg(body)] * size
+        for _ in range(n // size):
             self.mq.send(Q, batch)
+
+    def produce_p4(self, n: int, body: bytes) -> list[float]:
+        msg = self._msg(body)
+        return workloads.producers(lambda: lambda: self.mq.send_one(Q, msg), n)
 
     def drain(self, n: int) -> None:
         done = 0
@@ -104,8 +143,11 @@ class RawSqlite(Side):
         self.raw = engine_bench.Raw(workdir / "raw.db")
         self.con = self.raw.con
         self.con.execute(f"PRAGMA synchronous={self.sync}")
+        self.extra: list[sqlite3.Connection] = []
 
     def close(self) -> None:
+        for con in self.extra:
+            con.close()
         self.raw.close()
 
     def data_paths(self) -> list[Path]:
@@ -121,11 +163,37 @@ class RawSqlite(Side):
         return timed_each(n, lambda: self._one(body))
 
     def produce_64(self, n: int, body: bytes) -> None:
-        for _ in range(n // 64):
+        self.produce_batch(n, body, 64)
+
+    def produce_batch(self, n: int, body: bytes, size: int) -> None:
+        for _ in range(n // size):
             t = engine_bench.now_ms()
             self.con.execute("BEGIN IMMEDIATE")
-            self.con.executemany(engine_bench.INSERT_SQL, [(Q, t, t, body)] * 64)
+            self.con.executemany(engine_bench.INSERT_SQL, [(Q, t, t, body)] * size)
             self.con.execute("COMMIT")
+
+    def _connect(self) -> sqlite3.Connection:
+        """Another connection to the same file, as another producer thread would open."""
+        con = sqlite3.connect(str(self.dir / "raw.db"), isolation_level=None,
+                              check_same_thread=False)  # fmt: skip
+        for pragma in ("busy_timeout=5000", f"synchronous={self.sync}"):
+            con.execute(f"PRAGMA {pragma}")
+        self.extra.append(con)
+        return con
+
+    def produce_p4(self, n: int, body: bytes) -> list[float]:
+        def send_for() -> Any:
+            con = self._connect()
+
+            def send() -> None:
+                t = engine_bench.now_ms()
+                con.execute("BEGIN IMMEDIATE")
+                con.execute(engine_bench.INSERT_SQL, (Q, t, t, body))
+                con.execute("COMMIT")
+
+            return send
+
+        return workloads.producers(send_for, n)
 
     def drain(self, n: int) -> None:
         done = 0
@@ -138,15 +206,12 @@ class RawSqlite(Side):
 
     def e2e(self, n: int, body: bytes) -> None:
         def produce() -> None:
-            con = sqlite3.connect(str(self.dir / "raw.db"), isolation_level=None)
-            for pragma in ("busy_timeout=5000", f"synchronous={self.sync}"):
-                con.execute(f"PRAGMA {pragma}")
+            con = self._connect()
             for _ in range(n):
                 t = engine_bench.now_ms()
                 con.execute("BEGIN IMMEDIATE")
                 con.execute(engine_bench.INSERT_SQL, (Q, t, t, body))
                 con.execute("COMMIT")
-            con.close()
 
         def consume_some() -> int:
             pairs = self.raw.claim(64)
@@ -301,7 +366,7 @@ class LiteQueue(Side):
         pair(n, produce, consume_some)
 
 
-class MqliteHttpSdk(Side):
+class MqliteHttpSdk(ManyMixin, Side):
     """mqlite over HTTP as a user drives it: ``mqlite.connect(...)`` (the sync SDK on
     http.client) against the ``mqlite serve`` the runner started."""
 
@@ -314,15 +379,24 @@ class MqliteHttpSdk(Side):
 
     def open(self, workdir: Path, cell: str) -> None:
         self.queue = f"{cell}-{secrets.token_hex(4)}"
-        self.client = mqlite.connect(f"http://127.0.0.1:{self.server.port}", self.server.token)
-        self.client.create_queue(self.queue, QueueConfig(lock_duration_ms=60_000))
+        self.client = self.client_for()
+        self.client.create_queue(self.queue, _config(cell))
+        self.extra: list[Any] = []
+
+    def client_for(self) -> Any:
+        """A new client (its own keep-alive connection) per thread that asks."""
+        client = mqlite.connect(f"http://127.0.0.1:{self.server.port}", self.server.token)
+        if hasattr(self, "extra"):
+            self.extra.append(client)
+        return client
 
     def close(self) -> None:
         # A queue that holds messages cannot be deleted: empty it first (not measured).
         while self.client.receive(self.queue, max_messages=256, mode="receive_and_delete"):
             pass
         self.client.delete_queue(self.queue)
-        self.client.close()
+        for client in [self.client, *self.extra]:
+            client.close()
 
     def broker_pids(self) -> list[int]:
         return self.server.pids()
@@ -335,9 +409,21 @@ class MqliteHttpSdk(Side):
         return timed_each(n, lambda: self.client.send_one(self.queue, msg))
 
     def produce_64(self, n: int, body: bytes) -> None:
-        batch = [OutMessage(body=body)] * 64
-        for _ in range(n // 64):
+        self.produce_batch(n, body, 64)
+
+    def produce_batch(self, n: int, body: bytes, size: int) -> None:
+        batch = [OutMessage(body=body)] * size
+        for _ in range(n // size):
             self.client.send(self.queue, batch)
+
+    def produce_p4(self, n: int, body: bytes) -> list[float]:
+        msg = OutMessage(body=body)
+
+        def send_for() -> Any:
+            client = self.client_for()  # its own connection per producer thread
+            return lambda: client.send_one(self.queue, msg)
+
+        return workloads.producers(send_for, n)
 
     def drain(self, n: int) -> None:
         done, deadline = 0, time.monotonic() + 300
