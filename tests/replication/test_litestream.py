@@ -108,16 +108,21 @@ def test_sigterm_ships_the_last_writes_and_a_full_volume_is_not_restored_over(
     s3: S3, tmp_path: Path
 ) -> None:
     """A graceful stop right after an acknowledged send (before any periodic sync) leaves
-    it on the replica: Litestream syncs after the broker's drain (shutdown-sync-timeout).
+    it on the replica: the broker runs ``litestream sync -wait`` after its drain.
     ``mqlite restore --from`` fetches it into an
     empty directory; a restart on the same volume keeps its own file
     (``-if-db-not-exists``)."""
     data, log = tmp_path / "data", tmp_path / "broker.log"
     env = replica_env(s3, data, tmp_path / "run", "kept")
+    # No periodic sync within the test: only the broker's final sync can ship the write
+    # (Litestream's own shutdown sync left the replica empty when it came before the
+    # first periodic one).
+    env["MQLITE_REPLICA_SYNC_INTERVAL"] = "1h"
     broker = start_broker(env, data, log)
     broker.rpc("AdminService/CreateQueue", {"name": "q"})
     broker.send("q", ["one"])
     assert broker.stop() == 0  # SIGTERM at once
+    assert "final sync to the replica done" in log.read_text()
     cli = [sys.executable, "-m", "mqlite.cli.main", "restore", "--from", "s3://mqlite-replica/kept"]
     target = tmp_path / "restored"
     done = subprocess.run(

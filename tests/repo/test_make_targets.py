@@ -80,6 +80,6 @@ def test_make_test_fails_when_either_pytest_process_fails(tmp_path: Path, failin
     assert len(runs) == 2, proc.stdout
     core = next(r for r in runs if r.startswith("ran core"))
     service = next(r for r in runs if r.startswith("ran service"))
-    for tier in ("appliance", "ops", "replication", "browser", "drills"):
+    for tier in ("appliance", "ops", "replication", "browser", "drills", "mcp", "docs"):
         assert f"--ignore=tests/{tier}" in core and f" tests/{tier}" in service
     assert "-x" in core and "-x" in service

@@ -132,6 +132,8 @@ class BrokerApp:
             self.runtime.begin_drain()
             scheduler.stop()
             engine.close()
+            if self.replication is not None:
+                self.replication.final_sync(os.environ)
             log.info("broker stopped")
             if diagnostics is not None:
                 diagnostics.close()

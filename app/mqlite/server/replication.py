@@ -13,14 +13,22 @@ the timeout makes replication ``unavailable`` (lag unknown: absent, never zero).
 from __future__ import annotations
 
 import json
+import logging
 import socket
+import subprocess
 from collections.abc import Callable, Mapping
 from datetime import datetime
 
+from mqlite.config import ConfigError
 from mqlite.engine import observation as o
+from mqlite.replica import find_litestream
 
 TIMEOUT_S = 0.5
 MAX_ANSWER = 1 << 20
+# The final sync at a graceful stop: within the supervisors' 15 s after the drain's 10 s.
+FINAL_SYNC_TIMEOUT_S = 4
+
+log = logging.getLogger("mqlite.server")
 
 
 def _get(path: str, socket_path: str) -> bytes:
@@ -64,6 +72,33 @@ class ReplicationProbe:
     ) -> ReplicationProbe | None:
         path = environ.get("MQLITE_REPLICA_SOCKET", "").strip()
         return cls(path, db_path, now_ms) if path else None
+
+    def final_sync(self, environ: Mapping[str, str]) -> bool:
+        """Ship everything committed to the replica before the broker exits: called after
+        the engine closed, so no write can follow. Litestream's own shutdown sync missed
+        writes acknowledged before its first periodic sync (a stop within ~1 s of start
+        left the replica empty in 2 of 6 runs); ``litestream sync -wait`` does not."""
+        if self.db_path is None:
+            return False
+        try:
+            litestream = find_litestream(environ)
+        except ConfigError as exc:
+            log.warning("final sync to the replica failed: %s", exc)
+            return False
+        argv = [litestream, "sync", "-wait", "-timeout", str(FINAL_SYNC_TIMEOUT_S)]
+        argv += ["-socket", self.socket_path, self.db_path]
+        try:
+            done = subprocess.run(
+                argv, capture_output=True, text=True, timeout=FINAL_SYNC_TIMEOUT_S + 1
+            )
+        except (OSError, subprocess.TimeoutExpired) as exc:
+            log.warning("final sync to the replica failed: %s", exc)
+            return False
+        if done.returncode != 0:
+            log.warning("final sync to the replica failed: %s", done.stderr.strip()[-500:])
+            return False
+        log.info("final sync to the replica done")
+        return True
 
     def snapshot(self) -> o.Replication:
         try:
