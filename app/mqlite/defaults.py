@@ -55,6 +55,10 @@ BUSY_TIMEOUT_MS = 5_000
 # A remote libSQL server must answer each exchange (connect, send, each read) within this:
 # a stalled server fails the call (a storage "io" error; a COMMIT's is outcome_unknown).
 REMOTE_TIMEOUT_S = 10.0
+# One broker per remote database (engine/lease.py): the lease row lives 30 s and is renewed
+# every 10 s, so two renewals in a row can fail (a server restart) before it lapses.
+LEASE_TTL_MS = 30_000
+LEASE_RENEW_INTERVAL_MS = 10_000
 SYNC_MODES = ("NORMAL", "FULL", "OFF", "EXTRA")
 DEFAULT_SYNC = "NORMAL"
 

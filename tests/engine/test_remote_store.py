@@ -236,7 +236,9 @@ def test_a_commit_whose_answer_stalls_is_outcome_unknown_within_the_timeout(
             mq.close()
     finally:
         proxy.close()
-    with mqlite.open_embedded(remote_dsn, clock=FakeClock(T0), background=False) as again:
+    # The stalled broker could not release its lease at close: the next one waits it out.
+    later = FakeClock(T0 + defaults.LEASE_TTL_MS)
+    with mqlite.open_embedded(remote_dsn, clock=later, background=False) as again:
         assert [m.message_id for m in again.peek("q", max=10)] == ["m1"]  # it applied
         seq = again.send_one("q", OutMessage(body=b"x", message_id="m1"))
         assert [m.seq_number for m in again.peek("q", max=10)] == [seq]

@@ -300,8 +300,17 @@ class AdminOps(EngineCore):
         self.activate_scheduled()
         self.expire_ttl()
 
+    @serialized
+    def renew_lease(self) -> bool:
+        """Renew this broker's lease on a remote database (the 10 s pass, engine/lease.py);
+        False on a local file (its flock needs no renewal). A lost lease raises
+        ``DBLocked``, and every later write is refused with it."""
+        return self.store.renew_lease()
+
     def run_maintenance_once(self) -> MaintenanceReport:
-        """Every pass once, in the spec's order, at the clock's current time."""
+        """Every pass once, in the spec's order, at the clock's current time (the lease
+        renewal of a remote store first)."""
+        self.renew_lease()
         reaped = self.reap_locks()
         activated = self.activate_scheduled()
         expired = self.expire_ttl()

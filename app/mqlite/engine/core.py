@@ -87,7 +87,12 @@ class EngineCore:
             self.disk.open_on_a_full_disk()  # the WAL and -shm must fit before opening
         try:
             self.store = MeasuredStore(
-                dsn, sync=sync, ops=self.storage_ops, checkpoint=checkpoint, auth_token=auth_token
+                dsn,
+                sync=sync,
+                ops=self.storage_ops,
+                checkpoint=checkpoint,
+                auth_token=auth_token,
+                now_ms=self.clock.now_ms,
             )
         except sqlite3.Error as exc:
             raise translate(exc) from exc

@@ -42,9 +42,12 @@ class MeasuredStore(Store):
         ops: StorageOps,
         checkpoint: str = "TRUNCATE",
         auth_token: str = "",
+        now_ms: Callable[[], int] | None = None,
     ) -> None:
         self.ops = ops
-        super().__init__(dsn, sync=sync, checkpoint=checkpoint, auth_token=auth_token)
+        super().__init__(
+            dsn, sync=sync, checkpoint=checkpoint, auth_token=auth_token, now_ms=now_ms
+        )
 
     def transaction(self, *, batch: bool = False) -> _MeasuredTransaction:  # type: ignore[override]
         return _MeasuredTransaction(self, batch)

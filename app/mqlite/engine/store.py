@@ -24,8 +24,10 @@ from dataclasses import dataclass, field
 from importlib import resources
 
 from mqlite import defaults, errors
+from mqlite.clock import SYSTEM_CLOCK
 from mqlite.engine import killpoints, migrations
 from mqlite.engine.file_lock import DatabaseLock, check_free
+from mqlite.engine.lease import Lease
 from mqlite.engine.remote import (
     RemoteConnection,
     RemoteTarget,
@@ -163,6 +165,7 @@ class Store:
         busy_timeout_ms: int = defaults.BUSY_TIMEOUT_MS,
         auth_token: str = "",
         checkpoint: str = "TRUNCATE",
+        now_ms: Callable[[], int] | None = None,
     ) -> None:
         if sqlite3.sqlite_version_info < MIN_SQLITE:
             raise errors.UnsupportedSQLite(
@@ -179,9 +182,19 @@ class Store:
         if self.location.path is not None:
             self._file_lock = DatabaseLock(self.location.path)
         self._auth_token = auth_token  # never logged, never in an exception message
+        # One broker per remote database (lease.py), on the engine's clock.
+        self.lease: Lease | None = None
+        if self.location.remote is not None:
+            self.lease = Lease(self.location.remote.masked, now_ms or SYSTEM_CLOCK.now_ms)
         try:
             self.conn, found = self._connect(busy_timeout_ms)
-            self._install_schema(found)
+            try:
+                if self.lease is not None:  # before any schema write or recovery
+                    self.lease.take(self.conn)
+                self._install_schema(found)
+            except BaseException:
+                self.conn.close()
+                raise
         except BaseException:
             self._release_file_lock()
             raise
@@ -222,6 +235,24 @@ class Store:
             conn.close()
             raise
         return conn, found
+
+    def _begin(self) -> None:
+        """Open the outermost transaction (on a remote store fenced by the lease: refused
+        once lost, renewed first once due; ``Lease.begin``)."""
+        if self.lease is None:
+            self.conn.execute("BEGIN IMMEDIATE")
+        else:
+            self.lease.begin(self.conn, self._tx.after_commit.append)
+
+    def renew_lease(self) -> bool:
+        """The maintenance loop's renewal, in its own transaction; False on a local file.
+        A lost lease raises ``DBLocked`` (and stays lost)."""
+        lease = self.lease
+        if lease is None:
+            return False
+        with self.transaction() as conn:
+            lease.renew_in(conn, self.after_commit)
+        return True
 
     def _install_schema(self, found: str | None) -> None:
         """Create what is missing (migrating an older token first); the guard already ran."""
@@ -327,6 +358,8 @@ class Store:
                     # Closing must not fail on a busy checkpoint; the WAL stays valid.
                     with contextlib.suppress(sqlite3.Error):
                         self.conn.execute(self.checkpoint_sql)
+                if self.lease is not None:
+                    self.lease.release(self.conn)
                 self.conn.close()
             finally:
                 self._release_file_lock()
@@ -366,12 +399,13 @@ class _Transaction:
                 raise errors.Closed()
             state = store._tx
             if state.depth == 0:
-                store.conn.execute("BEGIN IMMEDIATE")
+                store._begin()  # (a lease renewal it ran commits with this block)
+                self._commit_mark = self._undo_mark = 0
             else:
                 store.conn.execute(f"SAVEPOINT sp{state.depth}")
+                self._commit_mark = len(state.after_commit)
+                self._undo_mark = len(state.on_rollback)
             state.depth += 1
-            self._commit_mark = len(state.after_commit)
-            self._undo_mark = len(state.on_rollback)
         except BaseException:
             store.lock.release()
             raise
