@@ -22,8 +22,12 @@ log = logging.getLogger("mqlite.maintenance")
 
 
 class MaintenanceScheduler:
-    def __init__(self, engine: Engine) -> None:
+    def __init__(
+        self, engine: Engine, on_lease_lost: Callable[[errors.DBLocked], None] | None = None
+    ) -> None:
         self._engine = engine
+        self._on_lease_lost = on_lease_lost
+        self._lease_reported = False
         self._scheduler = BackgroundScheduler(
             executors={"default": ThreadPoolExecutor(1)},
             job_defaults={"coalesce": True, "max_instances": 1, "misfire_grace_time": None},
@@ -34,6 +38,8 @@ class MaintenanceScheduler:
         self._add("expire_ttl", engine.expire_ttl, defaults.TTL_INTERVAL_MS)
         self._add("janitors", engine.run_janitors, defaults.JANITOR_INTERVAL_MS)
         self._add("reclaim_free_pages", engine.reclaim_pass, defaults.JANITOR_INTERVAL_MS)
+        if engine.store.lease is not None:  # one broker per remote database (lease.py)
+            self._add("renew_lease", self._renew_lease, defaults.LEASE_RENEW_INTERVAL_MS)
         # Off the writer: recreating the disk reserve writes a file of reserve_bytes.
         self._add("tend_disk", engine.tend_disk, defaults.DISK_TEND_INTERVAL_MS, writer=False)
         # What Observe reports as enabled: every task this scheduler runs (reclaim only
@@ -61,6 +67,22 @@ class MaintenanceScheduler:
                 log.exception("maintenance pass failed", extra={"pass": name})
 
         self._scheduler.add_job(run, "interval", seconds=every_ms / 1000.0, id=name, name=name)
+
+    def _renew_lease(self) -> None:
+        """A renewal that finds another holder: logged, and the host told (``serve``
+        exits); the store already refuses every write. A failed exchange is retried at
+        the next tick (two can fail before the lease lapses)."""
+        try:
+            self._engine.renew_lease()
+        except errors.DBLocked as exc:
+            if self._engine.store.lease is None or self._engine.store.lease.lost is None:
+                raise
+            if not self._lease_reported:
+                self._lease_reported = True
+                log.error("lease lost: this broker stopped writing", extra={"reason": exc.message})
+                if self._on_lease_lost is not None:
+                    self._on_lease_lost(exc)
+            raise errors.Closed() from exc  # the job ends quietly (see run below)
 
     def start(self) -> None:
         self._engine.maintenance_runs.enable(self._tasks)

@@ -14,6 +14,7 @@ import dataclasses
 import json
 import logging
 import os
+import signal
 from collections.abc import AsyncIterator
 from typing import Any
 
@@ -123,7 +124,11 @@ class BrokerApp:
             os.environ, engine.store.location.path, engine.now_ms
         )
         self.started_ms = engine.now_ms()
-        scheduler = MaintenanceScheduler(engine)
+        # A lost lease on a remote database (engine/lease.py): the store refuses writes;
+        # the process exits through the ordinary SIGTERM drain (its supervisor decides).
+        scheduler = MaintenanceScheduler(
+            engine, on_lease_lost=lambda _: os.kill(os.getpid(), signal.SIGTERM)
+        )
         scheduler.start()  # marks the tasks it runs as enabled (engine.maintenance_runs)
         log.info("broker ready", extra={"backend": engine.store.location.backend})
         try:
