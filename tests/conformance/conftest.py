@@ -34,10 +34,9 @@ def db_path(tmp_path: Path) -> Path:
 
 
 # MQLITE_CONFORMANCE_REMOTE=1 also runs every conformance test on a real libSQL server
-# (sqld 0.24.32 over Hrana/HTTP). Not in `make test` yet: it takes ~3.5 min, and 2 tests
-# still fail there (a second broker on the same database is not refused: the lease row
-# of issue 16 is not built); tests/engine/test_remote_store.py is the remote tier that
-# runs by default.
+# (sqld 0.24.32 over Hrana/HTTP). Not in `make test` yet: it takes ~3.5 min;
+# tests/engine/test_remote_store.py and test_remote_lease.py are the remote tiers that
+# run by default.
 STORES = ["file", "libsql"] if os.environ.get("MQLITE_CONFORMANCE_REMOTE") == "1" else ["file"]
 
 

@@ -18,7 +18,8 @@ from pathlib import Path
 import pytest
 from conformance_support import peek_all
 
-from mqlite import OutMessage, QueueConfig
+from mqlite import OutMessage, QueueConfig, defaults
+from mqlite.clock import FakeClock
 
 pytestmark = pytest.mark.skipif(os.name != "posix", reason="SIGKILL is POSIX")
 
@@ -35,8 +36,8 @@ import mqlite
 from mqlite import OutMessage, QueueConfig
 from mqlite.clock import FakeClock
 
-role, dsn = sys.argv[1], sys.argv[2]
-mq = mqlite.open_embedded(dsn, clock=FakeClock(1_700_000_000_000), background=False)
+role, dsn, start_ms = sys.argv[1], sys.argv[2], int(sys.argv[3])
+mq = mqlite.open_embedded(dsn, clock=FakeClock(start_ms), background=False)
 mq.create_queue("crash", QueueConfig(lock_duration_ms=3_600_000, max_delivery_count=1000))
 
 if role in ("producer", "producer-hold"):
@@ -77,7 +78,7 @@ else:
 class Child:
     """A worker process whose stdout lines are pumped into a queue by a reader thread."""
 
-    def __init__(self, script: Path, role: str, dsn: str, log: Path) -> None:
+    def __init__(self, script: Path, role: str, dsn: str, log: Path, start_ms: int) -> None:
         env = dict(os.environ)
         env["PYTHONPATH"] = os.pathsep.join(
             p for p in (str(APP_DIR), env.get("PYTHONPATH", "")) if p
@@ -85,7 +86,7 @@ class Child:
         self.log = log
         self._stderr = log.open("w")
         self.proc = subprocess.Popen(
-            [sys.executable, "-u", str(script), role, dsn],
+            [sys.executable, "-u", str(script), role, dsn, str(start_ms)],
             stdin=subprocess.PIPE,
             stdout=subprocess.PIPE,
             stderr=self._stderr,
@@ -162,18 +163,21 @@ def _orders(mq) -> list[str]:
         return [row[0] for row in tx.execute("SELECT nonce FROM orders").fetchall()]
 
 
-def _kill_by_sigkill(child: Child) -> None:
+def _kill_by_sigkill(child: Child, clock: FakeClock) -> None:
+    """SIGKILL, then move the test's clock one lease on: a file's lock went with the
+    process, a remote store's lease row stays until it expires (engine/lease.py)."""
     child.kill()
     assert child.proc.returncode == -signal.SIGKILL, (child.proc.returncode, child.stderr())
+    clock.advance(defaults.LEASE_TTL_MS)
 
 
-def test_15_1_outbox_is_atomic_across_sigkill(child_script, dsn, open_mq, tmp_path):
+def test_15_1_outbox_is_atomic_across_sigkill(child_script, dsn, open_mq, tmp_path, clock):
     acked: list[str] = []
     held_back: list[str] = []
     for cycle, (role, after_acks) in enumerate(
         [("producer", 5), ("producer-hold", 0), ("producer", 37), ("producer-hold", 0)]
     ):
-        child = Child(child_script, role, dsn, tmp_path / f"producer-{cycle}.log")
+        child = Child(child_script, role, dsn, tmp_path / f"producer-{cycle}.log", clock.now_ms())
         child.wait_for(lambda line: line == "READY", "READY")
         if role == "producer":
             count = 0
@@ -187,7 +191,7 @@ def test_15_1_outbox_is_atomic_across_sigkill(child_script, dsn, open_mq, tmp_pa
         else:
             line = child.wait_for(lambda line: line.startswith("INTX "), "INTX")
             held_back.append(line.split()[1])
-        _kill_by_sigkill(child)  # mid-loop: at an arbitrary point of a transaction
+        _kill_by_sigkill(child, clock)  # mid-loop: at an arbitrary point of a transaction
         acked.extend(_acks(child))
 
     mq = open_mq()
@@ -200,7 +204,9 @@ def test_15_1_outbox_is_atomic_across_sigkill(child_script, dsn, open_mq, tmp_pa
     assert mq.stats(QUEUE).total == len(orders)
 
 
-def test_15_2_reopen_after_sigkill_resets_orphaned_locks(child_script, dsn, open_mq, tmp_path):
+def test_15_2_reopen_after_sigkill_resets_orphaned_locks(
+    child_script, dsn, open_mq, tmp_path, clock
+):
     seed = open_mq()
     seed.create_queue(QUEUE, QueueConfig(lock_duration_ms=3_600_000, max_delivery_count=1000))
     for start in range(0, 400, 100):
@@ -208,10 +214,10 @@ def test_15_2_reopen_after_sigkill_resets_orphaned_locks(child_script, dsn, open
     seed.close()
 
     for cycle in range(3):
-        child = Child(child_script, "locker", dsn, tmp_path / f"locker-{cycle}.log")
+        child = Child(child_script, "locker", dsn, tmp_path / f"locker-{cycle}.log", clock.now_ms())
         line = child.wait_for(lambda line: line.startswith("LOCKED "), "≥250 held locks")
         assert int(line.split()[1]) >= 250
-        _kill_by_sigkill(child)
+        _kill_by_sigkill(child, clock)
 
         mq = open_mq()
         st = mq.stats(QUEUE)
@@ -230,11 +236,11 @@ def test_15_2_reopen_after_sigkill_resets_orphaned_locks(child_script, dsn, open
     assert sorted(drained) == sorted(b"seed-%d" % i for i in range(400))
 
 
-def test_15_3_every_acknowledged_commit_survives(child_script, dsn, open_mq, tmp_path):
-    child = Child(child_script, "producer", dsn, tmp_path / "producer.log")
+def test_15_3_every_acknowledged_commit_survives(child_script, dsn, open_mq, tmp_path, clock):
+    child = Child(child_script, "producer", dsn, tmp_path / "producer.log", clock.now_ms())
     child.wait_for(lambda line: line == "READY", "READY")
     child.wait_for(lambda line: line.startswith("ACK ") and line.endswith("-60"), "61 ACKs")
-    _kill_by_sigkill(child)
+    _kill_by_sigkill(child, clock)
     acked = _acks(child)
     assert len(acked) >= 61
 

@@ -22,7 +22,7 @@ from typing import Any
 import pytest
 from conformance_support import peek_all, send_bodies
 
-from mqlite import DeadLetter, OutMessage, QueueConfig, Receiver, errors
+from mqlite import DeadLetter, OutMessage, QueueConfig, Receiver, defaults, errors
 from mqlite.testing import run_maintenance_once
 
 APP_DIR = Path(__file__).resolve().parents[2] / "app"
@@ -191,8 +191,14 @@ CHILD = r"""
 import random, sys, time
 import mqlite
 from mqlite import OutMessage, Receiver
-dsn, stages = sys.argv[1], sys.argv[2].split(",")
-mq = mqlite.open_embedded(dsn, background=False)
+from mqlite.clock import SystemClock
+dsn, stages, offset_ms = sys.argv[1], sys.argv[2].split(","), int(sys.argv[3])
+
+class Later(SystemClock):  # past the leases of the children killed before this one
+    def now_ms(self):
+        return super().now_ms() + offset_ms
+
+mq = mqlite.open_embedded(dsn, clock=Later(), background=False)
 rng = random.Random()
 
 def stage(src, dst):
@@ -217,14 +223,16 @@ mq.close()
 """
 
 
-def run_child(script: Path, dsn: str, stages: list[str], kill_after_s: float | None) -> bool:
-    """Run the consumer; SIGKILL it after ``kill_after_s`` (None: let it drain). True when
-    it drained everything."""
+def run_child(
+    script: Path, dsn: str, stages: list[str], kill_after_s: float | None, offset_ms: int = 0
+) -> bool:
+    """Run the consumer (its wall clock ``offset_ms`` ahead); SIGKILL it after
+    ``kill_after_s`` (None: let it drain). True when it drained everything."""
     env = {**os.environ, "PYTHONPATH": str(APP_DIR)}
     out, err = script.with_suffix(".out"), script.with_suffix(".err")
     with out.open("w") as fo, err.open("w") as fe:
         proc = subprocess.Popen(
-            [sys.executable, str(script), dsn, ",".join(stages)],
+            [sys.executable, str(script), dsn, ",".join(stages), str(offset_ms)],
             stdout=fo,
             stderr=fe,
             stdin=subprocess.DEVNULL,
@@ -256,14 +264,18 @@ def seed(open_mq: Any, stages: list[str], n: int) -> list[bytes]:
 
 
 def kill_cycles(script: Path, dsn: str, stages: list[str], cycles: int) -> int:
-    """SIGKILL the consumer at random moments ``cycles`` times, then let it drain."""
+    """SIGKILL the consumer at random moments ``cycles`` times, then let it drain. A
+    killed consumer leaves its lease on a remote store (engine/lease.py): each next one
+    runs one lease later on the wall clock, as a restart after the expiry would."""
     rng = random.Random(16)
     killed = 0
     while killed < cycles:
-        if run_child(script, dsn, stages, kill_after_s=rng.uniform(0.3, 0.7)):
+        later = killed * defaults.LEASE_TTL_MS
+        if run_child(script, dsn, stages, kill_after_s=rng.uniform(0.3, 0.7), offset_ms=later):
             break  # drained before the kill: nothing left to interrupt
         killed += 1
-    assert run_child(script, dsn, stages, kill_after_s=None)
+    later = killed * defaults.LEASE_TTL_MS
+    assert run_child(script, dsn, stages, kill_after_s=None, offset_ms=later)
     return killed
 
 
