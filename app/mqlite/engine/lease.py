@@ -36,6 +36,7 @@ from contextlib import suppress
 from datetime import UTC, datetime
 
 from mqlite import defaults, errors
+from mqlite.engine.remote import RemoteConnection, RemoteTarget
 
 DDL = (
     "CREATE TABLE IF NOT EXISTS broker_lease ("
@@ -71,6 +72,20 @@ def held_by(where: str, holder: str, expires_at: int, now_ms: int) -> errors.DBL
         f"lease expires at {_when(expires_at, now_ms)} unless renewed: one broker per "
         "database (stop the other broker, or wait for its lease to expire)"
     )
+
+
+def check_free(target: RemoteTarget, auth_token: str, now_ms: int) -> None:
+    """Read-only (``serve``'s pre-flight, before it forks a worker): ``DBLocked`` if any
+    broker's lease on the database is live. An unreachable server is left to the open."""
+    conn = RemoteConnection(target, auth_token)
+    try:
+        with suppress(sqlite3.Error):
+            if conn.execute("SELECT 1 FROM sqlite_master WHERE name = 'broker_lease'").fetchone():
+                row = conn.execute(_READ).fetchone()
+                if row is not None and int(row[1]) > now_ms:
+                    raise held_by(target.masked, str(row[0]), int(row[1]), now_ms)
+    finally:
+        conn.close()
 
 
 class Lease:

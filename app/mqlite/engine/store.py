@@ -28,6 +28,7 @@ from mqlite.clock import SYSTEM_CLOCK
 from mqlite.engine import killpoints, migrations
 from mqlite.engine.file_lock import DatabaseLock, check_free
 from mqlite.engine.lease import Lease
+from mqlite.engine.lease import check_free as check_lease_free
 from mqlite.engine.remote import (
     RemoteConnection,
     RemoteTarget,
@@ -487,8 +488,11 @@ def _check_guard(conn: sqlite3.Connection) -> str | None:
     return found
 
 
-def check_lock_free(dsn: str) -> None:
-    """Raise ``DBLocked`` if another process holds the database (a pre-flight for serve)."""
+def check_lock_free(dsn: str, auth_token: str = "") -> None:
+    """Raise ``DBLocked`` if another process holds the database (a pre-flight for serve):
+    the file lock, or a live lease row on a remote server (unreachable: left to the open)."""
     location = parse_dsn(dsn)
     if location.path is not None:
         check_free(location.path)
+    elif location.remote is not None:
+        check_lease_free(location.remote, auth_token, SYSTEM_CLOCK.now_ms())

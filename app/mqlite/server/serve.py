@@ -77,7 +77,7 @@ def run(settings: Settings) -> int:
         settings.check_serve()
         if settings.diagnostic_log:
             diagnostic_log.check(settings.diagnostic_log)
-        check_lock_free(settings.db)
+        check_lock_free(settings.db, settings.db_auth_token)
         if settings.test_kill_point:
             _arm_kill_point(settings.test_kill_point)
     except errors.MQLiteError as exc:

@@ -1,0 +1,47 @@
+"""One broker per remote database, with real ``mqlite serve`` processes on a real sqld
+(engine/lease.py): a second broker refuses to start naming the holder, and a broker that
+finds its lease taken (renewal every 10 s) stops and exits."""
+
+from __future__ import annotations
+
+from e2e_support import BrokerFactory, now_ms
+
+from mqlite.engine.remote import RemoteConnection, parse_remote
+
+
+def test_a_second_broker_on_the_same_remote_database_refuses_to_start(
+    broker_factory: BrokerFactory, remote_dsn: str
+) -> None:
+    first = broker_factory({"MQLITE_DB": remote_dsn})
+    q = first.create_queue()
+    proc, _, _, err, _, _ = broker_factory.spawn({"MQLITE_DB": remote_dsn})
+    try:
+        rc = proc.wait(timeout=20)
+    except Exception:
+        proc.kill()
+        raise
+    assert rc != 0
+    text = err.read_text()
+    assert "held by another mqlite broker" in text and "lease expires at" in text, text
+    assert "Traceback" not in text, text
+    assert first.ok("QueueService/Stats", {"queue": q})["total"] == 0  # unaffected
+
+
+def test_a_broker_whose_lease_was_taken_stops_and_exits(
+    broker_factory: BrokerFactory, remote_dsn: str
+) -> None:
+    broker = broker_factory({"MQLITE_DB": remote_dsn})
+    q = broker.create_queue()
+    conn = RemoteConnection(parse_remote(remote_dsn), "")
+    try:  # another holder in the row, as after this broker stalled past its expiry
+        far = now_ms() + 600_000
+        conn.execute("UPDATE broker_lease SET holder = 'thief:1:x', expires_at = ?", (far,))
+        rc = broker.wait(timeout=25)  # the next renewal (every 10 s) finds it
+        assert rc is not None, "the broker kept running without its lease"
+        assert "lease lost" in broker.stderr() + broker.stdout()
+        row = conn.execute("SELECT holder FROM broker_lease").fetchone()
+        assert row == ("thief:1:x",)  # its close did not delete the new holder's row
+        count = conn.execute("SELECT count(*) FROM messages").fetchone()
+        assert count == (0,) and q
+    finally:
+        conn.close()
