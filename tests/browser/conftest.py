@@ -25,7 +25,7 @@ from console_support import (
     ensure_chromium,
     open_console,
 )
-from e2e_support import ADMIN_TOKEN, Broker, BrokerFactory
+from e2e_support import ADMIN_TOKEN, Broker, BrokerFactory, broker_factory_fixture  # noqa: F401 (a fixture)
 from playwright.sync_api import Browser, Playwright, sync_playwright
 
 HERE = Path(__file__).resolve().parent
@@ -97,15 +97,6 @@ def browser() -> Browser:
 @pytest.fixture
 def console_broker(tmp_path_factory: pytest.TempPathFactory) -> Broker:
     return _TIER.broker(tmp_path_factory.getbasetemp() / "console-broker")
-
-
-@pytest.fixture
-def broker_factory(tmp_path: Path) -> Iterator[BrokerFactory]:
-    factory = BrokerFactory(tmp_path / "brokers")
-    try:
-        yield factory
-    finally:
-        factory.teardown()
 
 
 @pytest.fixture

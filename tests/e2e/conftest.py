@@ -5,19 +5,9 @@ with a temp database, stopped with SIGTERM (SIGKILL of its process group after 1
 from __future__ import annotations
 
 from collections.abc import Iterator
-from pathlib import Path
 
 import pytest
-from e2e_support import Broker, BrokerFactory
-
-
-@pytest.fixture
-def broker_factory(tmp_path: Path) -> Iterator[BrokerFactory]:
-    factory = BrokerFactory(tmp_path)
-    try:
-        yield factory
-    finally:
-        factory.teardown()
+from e2e_support import Broker, BrokerFactory, broker_factory_fixture  # noqa: F401 (a fixture)
 
 
 @pytest.fixture(scope="module")

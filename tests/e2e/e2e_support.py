@@ -19,7 +19,7 @@ import subprocess
 import sys
 import time
 import uuid
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -387,3 +387,14 @@ class BrokerFactory:
             kill_group(proc)
             with contextlib.suppress(subprocess.TimeoutExpired):
                 proc.wait(timeout=5)
+
+
+@pytest.fixture(name="broker_factory")
+def broker_factory_fixture(tmp_path: Path) -> Iterator[BrokerFactory]:
+    """``broker_factory``: brokers of one test's own, each a real ``mqlite serve``, all
+    stopped after it; every tier that starts brokers imports it into its conftest."""
+    factory = BrokerFactory(tmp_path / "brokers")
+    try:
+        yield factory
+    finally:
+        factory.teardown()

@@ -4,10 +4,9 @@
 from __future__ import annotations
 
 from collections.abc import Iterator
-from pathlib import Path
 
 import pytest
-from mcp_support import MONITOR_TOKEN, Broker, BrokerFactory
+from mcp_support import MONITOR_TOKEN, Broker, BrokerFactory, broker_factory_fixture  # noqa: F401
 
 
 @pytest.fixture(scope="module")
@@ -15,15 +14,5 @@ def broker(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Broker]:
     factory = BrokerFactory(tmp_path_factory.mktemp("broker"))
     try:
         yield factory({"MQLITE_MONITOR_TOKENS": MONITOR_TOKEN})
-    finally:
-        factory.teardown()
-
-
-@pytest.fixture
-def broker_factory(tmp_path: Path) -> Iterator[BrokerFactory]:
-    """Brokers of one test's own (to stop one under a live session)."""
-    factory = BrokerFactory(tmp_path / "brokers")
-    try:
-        yield factory
     finally:
         factory.teardown()

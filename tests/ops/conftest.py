@@ -13,7 +13,7 @@ import pytest
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "e2e"))
 
-from e2e_support import BrokerFactory
+from e2e_support import BrokerFactory, broker_factory_fixture  # noqa: F401 (a fixture)
 from ops_support import ensure_debian_tools
 from promstack import MONITOR_TOKEN, WRONG_TOKEN, Monitored, PromStack
 
@@ -22,15 +22,6 @@ from promstack import MONITOR_TOKEN, WRONG_TOKEN, Monitored, PromStack
 def debian_tools() -> dict[str, str]:
     """prometheus, promtool, prometheus-alertmanager, amtool (installed if missing)."""
     return ensure_debian_tools()
-
-
-@pytest.fixture
-def broker_factory(tmp_path: Path) -> Iterator[BrokerFactory]:
-    factory = BrokerFactory(tmp_path / "brokers")
-    try:
-        yield factory
-    finally:
-        factory.teardown()
 
 
 @pytest.fixture
