@@ -194,6 +194,17 @@ class StorageFull(Unavailable, StorageError):
         StorageError.__init__(self, message, category="full")
 
 
+class StorageUnavailable(Unavailable, StorageError):
+    """the remote database could not be reached: the request was not applied; retry later.
+
+    A ``StorageError`` (category ``io``) whose wire form is ``503 unavailable``: a transport
+    failure before the COMMIT (refused, reset, timed out) leaves nothing committed. A lost
+    COMMIT acknowledgement is ``OutcomeUnknown`` instead."""
+
+    def __init__(self, message: str | None = None) -> None:
+        StorageError.__init__(self, message, category="io")
+
+
 # Errors that only exist in-process (they never cross the wire as their own code; a
 # broker that hits them at startup refuses to start instead).
 class DBLocked(MQLiteError):

@@ -126,6 +126,9 @@ def test_unreachable_server_fails_fast_with_a_storage_error(sqld_server: Sqld) -
     with pytest.raises(errors.StorageError) as caught:
         mqlite.open_embedded(f"http://127.0.0.1:{free_port()}", background=False)
     assert caught.value.category == "io"
+    # Nothing was applied: the retryable 503 unavailable, not a 500 (api-reference errors).
+    assert isinstance(caught.value, errors.StorageUnavailable)
+    assert (caught.value.code, caught.value.http_status) == ("unavailable", 503)
 
 
 def test_a_lost_commit_acknowledgement_is_outcome_unknown_and_dedup_reconciles(

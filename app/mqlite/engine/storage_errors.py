@@ -11,6 +11,7 @@ from __future__ import annotations
 import sqlite3
 
 from mqlite import errors
+from mqlite.engine.remote import RemoteUnreachable
 
 # Primary result codes (the low byte of an extended code), sqlite.org/rescode.html.
 _SQLITE_PERM, _SQLITE_BUSY, _SQLITE_LOCKED, _SQLITE_READONLY = 3, 5, 6, 8
@@ -51,10 +52,16 @@ def category(exc: sqlite3.Error) -> str:
 
 def translate(exc: sqlite3.Error) -> errors.MQLiteError:
     """The error to raise in place of ``exc`` (``raise ... from exc``): ``StorageFull``
-    (503, retryable) for a full disk, else ``StorageError`` (500) with its category."""
+    (503, retryable) for a full disk, ``StorageUnavailable`` (503, retryable) for a remote
+    database out of reach, else ``StorageError`` (500) with its category."""
     cat = category(exc)
     err: errors.MQLiteError
-    if cat == "full":
+    if isinstance(exc, RemoteUnreachable):  # nothing committed (a lost COMMIT ack is not here)
+        err = errors.StorageUnavailable(
+            "the remote database could not be reached: the request was not applied; "
+            "retry later"
+        )
+    elif cat == "full":
         err = errors.StorageFull(
             "the database's disk is full: nothing was written; consumers can still drain "
             "(retry later, or free disk space)"
