@@ -1,10 +1,16 @@
 """One broker per remote database, with real ``mqlite serve`` processes on a real sqld
-(engine/lease.py): a second broker refuses to start naming the holder, and a broker that
-finds its lease taken (renewal every 10 s) stops and exits."""
+(engine/lease.py): a second broker refuses to start naming the holder, a broker that
+finds its lease taken (renewal every 10 s) stops and exits, and a worker gunicorn starts
+in place of a SIGKILLed one keeps the broker's lease."""
 
 from __future__ import annotations
 
-from e2e_support import BrokerFactory, now_ms
+import os
+import signal
+import time
+from pathlib import Path
+
+from e2e_support import BrokerFactory, now_ms, wait_healthy
 
 from mqlite.engine.remote import RemoteConnection, parse_remote
 
@@ -43,5 +49,34 @@ def test_a_broker_whose_lease_was_taken_stops_and_exits(
         assert row == ("thief:1:x",)  # its close did not delete the new holder's row
         count = conn.execute("SELECT count(*) FROM messages").fetchone()
         assert count == (0,) and q
+    finally:
+        conn.close()
+
+
+def test_a_sigkilled_worker_is_replaced_and_its_successor_keeps_the_lease(
+    broker_factory: BrokerFactory, remote_dsn: str
+) -> None:
+    """The dead worker's lease is live for 30 s more; the replacement holds it under the
+    broker's one name (set by the master), so gunicorn's restart works as on a file (it
+    was refused, and the master shut down: "Worker failed to boot")."""
+    broker = broker_factory({"MQLITE_DB": remote_dsn})
+    q = broker.create_queue()
+    broker.send(q, "before")
+    children = Path(f"/proc/{broker.proc.pid}/task/{broker.proc.pid}/children")
+    worker = int(children.read_text().split()[0])
+    conn = RemoteConnection(parse_remote(remote_dsn), "")
+    try:
+        holder = conn.execute("SELECT holder FROM broker_lease").fetchone()
+        assert holder is not None and f":{broker.proc.pid}:" in holder[0]  # the master's
+        os.kill(worker, signal.SIGKILL)
+        deadline = time.monotonic() + 15
+        while children.read_text().split() in ([], [str(worker)]):
+            assert time.monotonic() < deadline, "no replacement worker"
+            time.sleep(0.05)
+        broker.close_clients()
+        wait_healthy(broker.proc, broker.base_url, 15)
+        assert [m["seq_number"] for m in broker.receive(q, 10)] == [1]
+        assert broker.proc.poll() is None
+        assert conn.execute("SELECT holder FROM broker_lease").fetchone() == holder
     finally:
         conn.close()

@@ -19,6 +19,7 @@ from gunicorn.app.base import BaseApplication
 
 from mqlite import defaults, errors
 from mqlite.config import Settings
+from mqlite.engine.lease import name_this_broker
 from mqlite.engine.store import check_lock_free
 from mqlite.server import diagnostic_log, jsonlog
 from mqlite.server.bindcheck import bind_problem, display
@@ -86,6 +87,7 @@ def run(settings: Settings) -> int:
     if problem is not None:
         return refuse(problem)
     banner(settings)
+    name_this_broker()  # a replacement worker keeps the remote lease (engine/lease.py)
     _Gunicorn(settings, gunicorn_options(settings)).run()
     return 0
 
