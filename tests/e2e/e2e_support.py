@@ -5,6 +5,13 @@ temp database, waits (bounded) for ``/healthz`` and returns a ``Broker``: base U
 admin token, a keep-alive httpx client and the captured stdout/stderr files. Teardown
 sends SIGTERM and waits; a broker still alive after 15 s has its process group killed.
 This is the only test tier allowed to sleep and poll (always against a deadline).
+
+``MQLITE_E2E_STORE=libsql`` puts each broker's database on a real libSQL server instead
+of a file (issue 16: "the e2e tier runs once with a broker on sqld"): every database path
+the factory hands out gets its own fresh ``sqld`` (tests/sqld_harness.py), so a broker
+started again on an earlier broker's ``db_path`` finds that broker's data. A test whose
+subject is the local file itself (its WAL, its lock, its disk) carries
+``file_store_only(reason)`` and is skipped there with that reason.
 """
 
 from __future__ import annotations
@@ -58,6 +65,19 @@ def free_port() -> int:
 
 
 FAULTY_SERVE = str(Path(__file__).with_name("faulty_serve.py"))
+
+STORES = ("file", "libsql")
+E2E_STORE = os.environ.get("MQLITE_E2E_STORE", "file")
+if E2E_STORE not in STORES:
+    raise RuntimeError(f"MQLITE_E2E_STORE must be one of {', '.join(STORES)}, got {E2E_STORE!r}")
+
+
+def file_store_only(reason: str) -> pytest.MarkDecorator:
+    """A test of the local database file itself: skipped with ``reason`` when the brokers
+    run on sqld (MQLITE_E2E_STORE=libsql), where there is no such file."""
+    return pytest.mark.skipif(
+        E2E_STORE != "file", reason=f"local-file store only (brokers on sqld here): {reason}"
+    )
 
 
 def serve_command(addr: str | None, args: Sequence[str] = (), *, faulty: bool = False) -> list[str]:
@@ -295,11 +315,24 @@ def wait_healthy(proc: subprocess.Popen[bytes], url: str, deadline_s: float) -> 
 class BrokerFactory:
     """Starts brokers; every one still running is stopped at teardown."""
 
-    def __init__(self, root: Path) -> None:
+    def __init__(self, root: Path, store: str = E2E_STORE) -> None:
         self.root = root
+        self.store = store
         self.started: list[Broker] = []
         self.spawned: list[subprocess.Popen[bytes]] = []
         self._n = 0
+        self._sqlds: dict[Path, Any] = {}  # database path -> its sqld (store "libsql")
+
+    def remote_dsn(self, db: Path) -> str:
+        """The libSQL server standing for the database file ``db``: started (fresh, on its
+        own data directory beside ``db``) the first time that path is asked for."""
+        from sqld_harness import Sqld, sqld_binary  # tests/ is on sys.path (its conftest)
+
+        server = self._sqlds.get(db)
+        if server is None:
+            server = Sqld(sqld_binary(), db.with_name(db.name + ".sqld")).start()
+            self._sqlds[db] = server
+        return str(server.url)
 
     def _paths(self) -> tuple[Path, Path, Path]:
         self._n += 1
@@ -325,6 +358,8 @@ class BrokerFactory:
         if addr == "auto":
             addr = f"127.0.0.1:{port}"
         full_env = base_env(db, env or {})
+        if self.store == "libsql" and "MQLITE_DB" not in (env or {}):
+            full_env["MQLITE_DB"] = self.remote_dsn(db)
         with out.open("wb") as fo, err.open("wb") as fe:
             proc = subprocess.Popen(
                 serve_command(addr, args, faulty=faulty),
@@ -387,6 +422,9 @@ class BrokerFactory:
             kill_group(proc)
             with contextlib.suppress(subprocess.TimeoutExpired):
                 proc.wait(timeout=5)
+        for server in self._sqlds.values():  # after the brokers: they release their leases
+            server.stop()
+        self._sqlds.clear()
 
 
 @pytest.fixture(name="broker_factory")
