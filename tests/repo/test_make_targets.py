@@ -59,27 +59,40 @@ def test_bench_installs_its_peers_then_runs_the_suite_and_test_does_not(tmp_path
     assert not any("bench/suite" in line for line in dry_run("test", tmp_path))
 
 
-@pytest.mark.parametrize("failing", ["core", "service", "none"])
-def test_make_test_fails_when_either_pytest_process_fails(tmp_path: Path, failing: str) -> None:
-    """ops/ci/run-tests.sh runs the service tiers beside the core tiers: each tier in
-    exactly one process, and the run fails when either fails (its log is printed)."""
+@pytest.mark.parametrize("failing", ["core", "service", "remote", "none"])
+def test_make_test_fails_when_any_pytest_process_fails(tmp_path: Path, failing: str) -> None:
+    """ops/ci/run-tests.sh runs the service tiers and the remote-store runs beside the core
+    tiers: each tier in exactly one process per store, and the run fails when any fails
+    (its log is printed)."""
     fake = tmp_path / "python"
     fake.write_text(
         "#!/bin/sh\n"
-        'case "$*" in *--ignore=tests/appliance*) kind=core ;; *) kind=service ;; esac\n'
+        'case "$MQLITE_E2E_STORE/$MQLITE_CONFORMANCE_REMOTE/$*" in\n'
+        "  libsql/only/*) kind=remote ;;\n"
+        "  */*--ignore=tests/appliance*) kind=core ;;\n"
+        "  *) kind=service ;;\n"
+        "esac\n"
         'echo "ran $kind: $*"\n'
         f'[ "$kind" != "{failing}" ]\n'
     )
     fake.chmod(0o755)
     script = REPO / "ops" / "ci" / "run-tests.sh"
+    env = {k: v for k, v in os.environ.items() if not k.startswith("MQLITE_")}
     proc = subprocess.run(
-        [str(script), "-x"], env={**os.environ, "PY": str(fake)}, capture_output=True, text=True
+        [str(script), "-x"], env={**env, "PY": str(fake)}, capture_output=True, text=True
     )
     assert proc.returncode == (0 if failing == "none" else 1), proc.stdout + proc.stderr
     runs = [line for line in proc.stdout.splitlines() if line.startswith("ran ")]
-    assert len(runs) == 2, proc.stdout
+    assert len(runs) == 3, proc.stdout
     core = next(r for r in runs if r.startswith("ran core"))
     service = next(r for r in runs if r.startswith("ran service"))
+    remote = next(r for r in runs if r.startswith("ran remote"))
     for tier in ("appliance", "ops", "replication", "browser", "drills", "mcp", "docs"):
         assert f"--ignore=tests/{tier}" in core and f" tests/{tier}" in service
-    assert "-x" in core and "-x" in service
+        assert f"tests/{tier}" not in remote
+    # The e2e tier and the conformance suite once more on sqld (issue 16); the e2e modules
+    # that start their own sqld run once, in the core process.
+    assert remote.endswith(" tests/e2e tests/conformance"), remote
+    for own in ("test_remote_faults.py", "test_remote_lease_serve.py"):
+        assert f"--ignore=tests/e2e/{own}" in remote and own not in core
+    assert all("-x" in run for run in runs)

@@ -58,8 +58,7 @@ def translate(exc: sqlite3.Error) -> errors.MQLiteError:
     err: errors.MQLiteError
     if isinstance(exc, RemoteUnreachable):  # nothing committed (a lost COMMIT ack is not here)
         err = errors.StorageUnavailable(
-            "the remote database could not be reached: the request was not applied; "
-            "retry later"
+            "the remote database could not be reached: the request was not applied; retry later"
         )
     elif cat == "full":
         err = errors.StorageFull(
