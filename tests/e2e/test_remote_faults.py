@@ -153,7 +153,7 @@ def lease_row(url: str) -> tuple[str, int]:
 
 
 def test_sqld_killed_mid_traffic_then_restarted_loses_no_acknowledged_send(
-    broker_factory: BrokerFactory, sqld: Sqld
+    sqld: Sqld, broker_factory: BrokerFactory
 ) -> None:
     broker = broker_factory({"MQLITE_DB": sqld.url})
     pid = broker.proc.pid
@@ -195,7 +195,8 @@ def test_sqld_killed_mid_traffic_then_restarted_loses_no_acknowledged_send(
     # have returned just before the kill, its answer after it).
     in_flight = [o for o in outcomes if o.started < killing < o.started + o.elapsed]
     assert in_flight, "no send was in flight at the kill"
-    during = [o for o in outcomes if killed <= o.started < restarted]
+    # Started and answered while the server was down: refused before any COMMIT.
+    during = [o for o in outcomes if killed <= o.started and o.started + o.elapsed < restarted]
     assert during and all(o.result == "unavailable" for o in during), during[:5]
     unknown = [o.message_id for o in outcomes if o.result == "outcome_unknown"]
     print(
@@ -256,8 +257,13 @@ class CommitCutProxy:
                 client, _ = self._listener.accept()
             except OSError:
                 return
-            upstream = socket.create_connection(("127.0.0.1", self._upstream))
-            self._sockets += [client, upstream]
+            self._sockets.append(client)
+            try:
+                upstream = socket.create_connection(("127.0.0.1", self._upstream))
+            except OSError:  # the server is gone: so is this connection
+                _shut(client)
+                continue
+            self._sockets.append(upstream)
             held = threading.Event()  # this connection's answers are no longer relayed
             for target, args in (
                 (self._to_server, (client, upstream, held)),
@@ -290,22 +296,26 @@ class CommitCutProxy:
                 client.sendall(data)
 
     def close(self) -> None:
-        self._listener.close()
+        _shut(self._listener)  # shutdown first: a close alone leaves accept() waiting
         for s in self._sockets:
-            with contextlib.suppress(OSError):
-                s.shutdown(socket.SHUT_RDWR)
-            s.close()
+            _shut(s)
+
+
+def _shut(s: socket.socket) -> None:
+    with contextlib.suppress(OSError):
+        s.shutdown(socket.SHUT_RDWR)
+    s.close()
 
 
 def test_a_send_whose_commit_answer_is_lost_is_outcome_unknown_then_reconciled_once(
-    broker_factory: BrokerFactory, sqld: Sqld
+    sqld: Sqld, broker_factory: BrokerFactory
 ) -> None:
     """The broker reaches sqld through the proxy; the send's COMMIT is applied and its
     answer dropped: the SDK client gets ``OutcomeUnknown`` (503 ``outcome_unknown`` on the
     wire), the documented resend with the same message id is deduplicated, and the
     message is received exactly once. The broker serves on."""
     proxy = CommitCutProxy(sqld.port, b"lost-ack-1")
-    try:
+    try:  # (the broker stops before the proxy closes, and sqld after both)
         broker = broker_factory({"MQLITE_DB": proxy.url})
         q = broker.create_queue(dedup_window_ms=600_000)
         with mqlite.connect(broker.base_url, ADMIN_TOKEN, retry=RetryPolicy(1)) as client:
@@ -320,5 +330,6 @@ def test_a_send_whose_commit_answer_is_lost_is_outcome_unknown_then_reconciled_o
         seen = drain(broker, q)
         assert seen == Counter({"payload": 1})
         assert broker.proc.poll() is None
+        assert broker.stop() == 0
     finally:
         proxy.close()
