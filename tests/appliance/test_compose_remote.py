@@ -13,6 +13,7 @@ import json
 import subprocess
 import sys
 from collections.abc import Iterator
+from functools import partial
 from pathlib import Path
 from typing import Any
 
@@ -112,10 +113,12 @@ def _queue_names(url: str, token: str) -> list[str]:
     return [row[0]["value"] for row in rows]
 
 
-def _exec_rc(container: str, *cmd: str) -> int:
-    return subprocess.run(
-        ["podman", "exec", container, *cmd], env=podman_env(), capture_output=True
-    ).returncode
+def _podman_rc(*args: str) -> int:
+    return subprocess.run(["podman", *args], env=podman_env(), capture_output=True).returncode
+
+
+def _healthcheck_passes(container: str) -> bool:
+    return _podman_rc("healthcheck", "run", container) == 0
 
 
 def test_the_remote_stack_serves_from_sqld_with_no_broker_volume(
@@ -157,7 +160,9 @@ def test_the_remote_stack_serves_from_sqld_with_no_broker_volume(
     project = remote_stack["name"]  # (an anonymous volume would be in `mounts` above)
     vols = podman("volume", "ls", "--format", "{{.Name}}", "--filter", f"name={project}")
     assert sorted(vols.split()) == sorted(f"{project}_{s}-data" for s in SQLD_SERVICES)
-    assert _exec_rc(containers["broker"], "touch", "/data/probe") != 0, "/data is writable"
+    assert _podman_rc("exec", containers["broker"], "touch", "/data/probe") != 0, (
+        "/data is writable"
+    )
 
     # No secret in any container's configuration (env, args, labels): they are files.
     for svc, cname in containers.items():
@@ -166,6 +171,8 @@ def test_the_remote_stack_serves_from_sqld_with_no_broker_volume(
             assert secret not in config, f"a secret is visible in `podman inspect {cname}`"
         uid = podman("exec", cname, "id", "-u").strip()
         assert uid != "0", f"{svc} runs as root"
+        # The compose healthchecks themselves (podman runs them on demand, no systemd).
+        wait_for(f"{svc}'s healthcheck", partial(_healthcheck_passes, cname), 30)
     broker_env = inspect(containers["broker"])["Config"]["Env"]
     assert not [e for e in broker_env if e.startswith("MQLITE_DB_AUTH_TOKEN")], broker_env
 
