@@ -89,8 +89,9 @@ CMD ["--config.file=/etc/alertmanager/alertmanager.yml", "--storage.path=/alertm
 CONTAINERFILE
 fi
 
-# Rebuilt when its recipe changes: the image carries a label with the digest of the
-# Containerfile and the binary's pinned sha256 (a new pin or recipe means a new stand-in).
+# Unlike the others, rebuilt when its recipe changes: the image carries a label with a
+# digest of the Containerfile and of install-sqld.sh (which holds the version and sha256
+# pins), so a new pin or recipe makes a new stand-in (~20 s, once per machine).
 sqld_digest=$(cat "$here/libsql-server.Containerfile" "$here/install-sqld.sh" | sha256sum | cut -c1-16)
 if [ "$(podman image inspect --format '{{index .Labels "mqlite.standin"}}' "$SQLD" 2>/dev/null)" != "$sqld_digest" ]; then
   ctx=$(mktemp -d)
