@@ -95,7 +95,8 @@ def remote_stack(image: str, tmp_path: Path) -> Iterator[dict[str, Any]]:
             "replacement": replacement,
         }
     finally:
-        podman("rm", "-f", "-t", "0", replacement, check=False)  # before its network goes
+        for extra in (replacement, f"{replacement}-forged"):  # before their network goes
+            podman("rm", "-f", "-t", "0", extra, check=False)
         compose("down", "-v", "-t", "5")
 
 
@@ -187,7 +188,8 @@ def test_the_docker_run_variant_replaces_the_broker_on_the_same_data(
     remote_stack: dict[str, Any],
 ) -> None:
     """The broker holds no state: stopped by SIGTERM it releases its lease, and the
-    `docker run` variant of the docs takes over the same database at once."""
+    `docker run` variant of the docs takes over the same database at once (after one
+    with a JWT of another key was refused)."""
     secrets, broker = remote_stack["secrets"], remote_stack["broker"]
     primary = remote_stack["sqld"]["sqld-primary"]
     admin = (secrets / "mqlite-admin.token").read_text().strip()
@@ -209,17 +211,34 @@ def test_the_docker_run_variant_replaces_the_broker_on_the_same_data(
         [{"type": "integer", "value": "0"}]
     ]
 
-    port = free_port()
-    mounts = [
-        a
-        for secret in ("mqlite-admin.token", "mqlite-db-auth.token")
-        for a in ("-v", f"{secrets / secret}:{SECRETS}/{secret}:ro")
-    ]
-    podman(
-        "run", "-d", "--name", remote_stack["replacement"], "--network", networks[0],
-        "-p", f"127.0.0.1:{port}:6754", *[a for f in RUN_FLAGS for a in f], *mounts,
-        "-e", "MQLITE_DB=http://sqld-primary:8080", remote_stack["image"], *RUN_COMMAND,
+    def run_args(jwt_dir: Path) -> list[str]:
+        mounts = [
+            f"{where / name}:{SECRETS}/{name}:ro"
+            for where, name in ((secrets, "mqlite-admin.token"), (jwt_dir, "mqlite-db-auth.token"))
+        ]
+        return [
+            "--network", networks[0], *[a for f in RUN_FLAGS for a in f],
+            *[a for m in mounts for a in ("-v", m)], "-e", "MQLITE_DB=http://sqld-primary:8080",
+            remote_stack["image"], *RUN_COMMAND,
+        ]  # fmt: skip
+
+    # A JWT signed by another key: refused by sqld, the broker exits, the token unlogged.
+    other = secrets.parent / "other-key"
+    subprocess.run(["sh", str(REPO / "deploy" / "sqld-secrets.sh"), str(other)],
+                   check=True, capture_output=True)  # fmt: skip
+    forged = (other / "mqlite-db-auth.token").read_text().strip()
+    refused = subprocess.run(
+        ["podman", "run", "--rm", "--name", f"{remote_stack['replacement']}-forged",
+         *run_args(other)],
+        env=podman_env(), capture_output=True, text=True, timeout=60,
     )  # fmt: skip
+    assert refused.returncode != 0
+    assert "HTTP 401" in refused.stdout + refused.stderr, refused.stdout[-2000:]
+    assert forged not in refused.stdout + refused.stderr
+
+    port = free_port()
+    podman("run", "-d", "--name", remote_stack["replacement"],
+           "-p", f"127.0.0.1:{port}:6754", *run_args(secrets))  # fmt: skip
     url = f"http://127.0.0.1:{port}"
     wait_for("the docker-run broker /healthz", lambda: healthy(url), 30)
     rpc = Rpc(url, admin)
