@@ -9,6 +9,7 @@ test can look at the servers directly (the file keeps them on the compose networ
 
 from __future__ import annotations
 
+import base64
 import json
 import subprocess
 import sys
@@ -114,6 +115,13 @@ def _queue_names(url: str, token: str) -> list[str]:
     return [row[0]["value"] for row in rows]
 
 
+def _peek(rpc: Rpc, queue: str) -> list[str] | None:
+    r = rpc.http.post("/mqlite.v1.QueueService/Peek", json={"queue": queue})
+    if r.status_code != 200 or not r.json().get("messages"):
+        return None
+    return [base64.b64decode(m["body"]).decode() for m in r.json()["messages"]]
+
+
 def _podman_rc(*args: str) -> int:
     return subprocess.run(["podman", *args], env=podman_env(), capture_output=True).returncode
 
@@ -150,6 +158,18 @@ def test_the_remote_stack_serves_from_sqld_with_no_broker_volume(
     assert _sql(replica, None, "SELECT 1").status_code == 401
 
     containers = {svc: f"{remote_stack['name']}_{svc}_1" for svc in ("broker", *SQLD_SERVICES)}
+    # MQLITE_DB_REPLICA is wired: Peek reads on the replica (no silent move to the
+    # primary), so with the replica stopped it fails as a 503, while a send (primary)
+    # works; started again, the replica catches up and Peek shows that send.
+    rpc = Rpc(broker, admin)
+    podman("stop", "-t", "10", containers["sqld-replica"])
+    down = rpc.http.post("/mqlite.v1.QueueService/Peek", json={"queue": QUEUE})
+    assert down.status_code == 503 and down.json()["reason"] == "storage_unreachable", down.text
+    rpc.send(QUEUE, "sent-while-the-replica-was-down")
+    podman("start", containers["sqld-replica"])
+    peeked = wait_for("Peek on the restarted replica", lambda: _peek(rpc, QUEUE), 60)
+    assert peeked == ["sent-while-the-replica-was-down"]
+    rpc.close()
     # No broker volume: only the two secret files are mounted; the image's VOLUME /data
     # is covered by a tmpfs the broker cannot write, so no anonymous volume exists.
     mounts = inspect(containers["broker"])["Mounts"]
