@@ -213,6 +213,7 @@ def _shut(s: socket.socket) -> None:
 def start_replica_set(binary: Path, base: Path) -> tuple[Sqld, Sqld]:
     """A primary (its gRPC replication endpoint on loopback) and one replica following it
     (``--primary-grpc-url``), both started; the caller stops both."""
+    base.mkdir(parents=True, exist_ok=True)
     grpc = free_port()
     primary = Sqld(binary, base / "primary", "--grpc-listen-addr", f"127.0.0.1:{grpc}").start()
     try:

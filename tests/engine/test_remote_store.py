@@ -120,7 +120,9 @@ def test_auth_token_is_read_from_the_environment_and_never_in_repr() -> None:
     assert "jwt-SECRET" not in repr(s)
 
 
-def test_unreachable_server_fails_fast_with_a_retryable_unavailable_storage_error(sqld_server: Sqld) -> None:
+def test_unreachable_server_fails_fast_with_a_retryable_unavailable_storage_error(
+    sqld_server: Sqld,
+) -> None:
     from sqld_harness import free_port
 
     with pytest.raises(errors.StorageError) as caught:
