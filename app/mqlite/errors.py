@@ -194,12 +194,15 @@ class StorageFull(Unavailable, StorageError):
         StorageError.__init__(self, message, category="full")
 
 
-class StorageUnavailable(Unavailable, StorageError):
-    """the remote database could not be reached: the request was not applied; retry later.
+class StorageUnreachable(Unavailable, StorageError):
+    """the remote database (a libSQL server) could not be reached or stopped answering:
+    nothing was committed (a lost COMMIT acknowledgement is ``OutcomeUnknown`` instead);
+    retry later.
 
-    A ``StorageError`` (category ``io``) whose wire form is ``503 unavailable``: a transport
-    failure before the COMMIT (refused, reset, timed out) leaves nothing committed. A lost
-    COMMIT acknowledgement is ``OutcomeUnknown`` instead."""
+    A ``StorageError`` whose wire form is the retryable ``503 unavailable`` with reason
+    ``storage_unreachable``; only a remote store raises it."""
+
+    reason = "storage_unreachable"
 
     def __init__(self, message: str | None = None) -> None:
         StorageError.__init__(self, message, category="io")
@@ -292,6 +295,7 @@ def _reason_classes() -> Mapping[str, type[MQLiteError]]:
     for cls in (
         QueueNotFound,
         StorageFull,
+        StorageUnreachable,
         UnsupportedMediaType,
         HeadersTooLarge,
         RequestTimeout,

@@ -120,15 +120,18 @@ def test_auth_token_is_read_from_the_environment_and_never_in_repr() -> None:
     assert "jwt-SECRET" not in repr(s)
 
 
-def test_unreachable_server_fails_fast_with_a_storage_error(sqld_server: Sqld) -> None:
+def test_unreachable_server_fails_fast_with_a_retryable_unavailable_storage_error(
+    sqld_server: Sqld,
+) -> None:
     from sqld_harness import free_port
 
     with pytest.raises(errors.StorageError) as caught:
         mqlite.open_embedded(f"http://127.0.0.1:{free_port()}", background=False)
     assert caught.value.category == "io"
-    # Nothing was applied: the retryable 503 unavailable, not a 500 (api-reference errors).
-    assert isinstance(caught.value, errors.StorageUnavailable)
-    assert (caught.value.code, caught.value.http_status) == ("unavailable", 503)
+    # A retryable 503 unavailable (reason storage_unreachable), never a 500 internal.
+    assert isinstance(caught.value, errors.StorageUnreachable)
+    assert (caught.value.http_status, caught.value.code) == (503, "unavailable")
+    assert "nothing was committed" in str(caught.value)
 
 
 def test_a_lost_commit_acknowledgement_is_outcome_unknown_and_dedup_reconciles(

@@ -101,7 +101,13 @@ class Context:
     def embedded(self) -> mqlite.EmbeddedClient:
         """The local database itself (refused while another process owns it)."""
         if self._embedded is None:
-            client = mqlite.open_embedded(self.target.dsn, background=False, catch_up=True)
+            client = mqlite.open_embedded(
+                self.target.dsn,
+                background=False,
+                catch_up=True,
+                # a remote libSQL DSN's token: from the environment only, never argv
+                auth_token=os.environ.get("MQLITE_DB_AUTH_TOKEN", "").strip(),
+            )
             self._embedded = self._client = client
         return self._embedded
 

@@ -52,13 +52,14 @@ def category(exc: sqlite3.Error) -> str:
 
 def translate(exc: sqlite3.Error) -> errors.MQLiteError:
     """The error to raise in place of ``exc`` (``raise ... from exc``): ``StorageFull``
-    (503, retryable) for a full disk, ``StorageUnavailable`` (503, retryable) for a remote
-    database out of reach, else ``StorageError`` (500) with its category."""
+    (503, retryable) for a full disk, ``StorageUnreachable`` (503, retryable) for a remote
+    server that could not be reached, else ``StorageError`` (500) with its category."""
     cat = category(exc)
     err: errors.MQLiteError
-    if isinstance(exc, RemoteUnreachable):  # nothing committed (a lost COMMIT ack is not here)
-        err = errors.StorageUnavailable(
-            "the remote database could not be reached: the request was not applied; retry later"
+    if isinstance(exc, RemoteUnreachable):
+        err = errors.StorageUnreachable(
+            f"{exc}; nothing was committed (retry later: the remote store retried what "
+            "was safe to retry)"
         )
     elif cat == "full":
         err = errors.StorageFull(
