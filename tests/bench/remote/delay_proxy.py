@@ -7,92 +7,77 @@ and add its own scheduling noise to every round trip)::
     python tests/bench/remote/delay_proxy.py UPSTREAM_PORT DELAY_MS
 
 It listens on a free loopback port and prints it on the first line of stdout. Every chunk
-read from one side is written to the other ``DELAY_MS`` after it arrived, in order, and
-reading goes on meanwhile: the delay is latency, not a bandwidth cap, so a round trip
-costs 2 × DELAY_MS more and pipelined bytes are not serialized behind each other. Ends on
-SIGTERM or when stdin closes (its parent died).
+read from one side is written to the other ``DELAY_MS`` after it arrived, in order, while
+reading goes on: the delay is latency, not a bandwidth cap, so a round trip costs
+2 × DELAY_MS more and pipelined bytes are not serialized behind each other. Threads and
+``time.sleep`` rather than asyncio: the event loop's timers round up to whole
+milliseconds (epoll's timeout), which added ~0.5 ms per hop at a 1 ms delay; a thread's
+sleep overshoots by ~0.1 ms. The bench measures the round trip it really gets
+(``run.round_trip_us``) and reports it. Ends on SIGTERM, or when its stdin closes (its
+parent is gone).
 """
 
 from __future__ import annotations
 
-import asyncio
 import contextlib
 import os
-import signal
+import queue
 import socket
 import sys
+import threading
+import time
 
-CHUNK = 65536
 
+def _pump(src: socket.socket, dst: socket.socket, delay_s: float) -> None:
+    """Read ``src`` as fast as it comes; a second thread writes each chunk when due."""
+    due: queue.SimpleQueue[tuple[float, bytes]] = queue.SimpleQueue()
 
-async def _pump(src: asyncio.StreamReader, dst: asyncio.StreamWriter, delay_s: float) -> None:
-    """Read ``src`` as fast as it comes; a second task writes each chunk when it is due."""
-    loop = asyncio.get_running_loop()
-    due: asyncio.Queue[tuple[float, bytes]] = asyncio.Queue()
-
-    async def deliver() -> None:
+    def deliver() -> None:
         while True:
-            at, data = await due.get()
+            at, data = due.get()
             if not data:
                 break
-            wait = at - loop.time()
+            wait = at - time.monotonic()
             if wait > 0:
-                await asyncio.sleep(wait)
-            dst.write(data)
-            await dst.drain()
+                time.sleep(wait)
+            try:
+                dst.sendall(data)
+            except OSError:
+                break
         with contextlib.suppress(OSError):
-            dst.write_eof()
+            dst.shutdown(socket.SHUT_WR)
 
-    writer = asyncio.create_task(deliver())
+    threading.Thread(target=deliver, daemon=True).start()
     try:
-        while data := await src.read(CHUNK):
-            due.put_nowait((loop.time() + delay_s, data))
+        while data := src.recv(65536):
+            due.put((time.monotonic() + delay_s, data))
     except OSError:
         pass
-    finally:
-        due.put_nowait((loop.time() + delay_s, b""))
-        with contextlib.suppress(OSError):
-            await writer
+    due.put((0.0, b""))
 
 
-async def _serve(upstream_port: int, delay_s: float) -> None:
-    async def handle(reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
-        try:
-            up_reader, up_writer = await asyncio.open_connection("127.0.0.1", upstream_port)
-        except OSError:
-            writer.close()
-            return
-        for w in (writer, up_writer):
-            sock = w.get_extra_info("socket")
-            if sock is not None:
-                sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
-        try:
-            await asyncio.gather(
-                _pump(reader, up_writer, delay_s),
-                _pump(up_reader, writer, delay_s),
-                return_exceptions=True,
-            )
-        except asyncio.CancelledError:
-            pass  # the proxy is stopping: its connections go with it
-        finally:
-            for w in (writer, up_writer):
-                w.close()
-
-    server = await asyncio.start_server(handle, "127.0.0.1", 0)
-    port = server.sockets[0].getsockname()[1]
-    print(port, flush=True)
-    stop = asyncio.Event()
-    loop = asyncio.get_running_loop()
-    loop.add_signal_handler(signal.SIGTERM, stop.set)
-    stdin = sys.stdin.fileno()
-    loop.add_reader(stdin, lambda: None if os.read(stdin, 1) else stop.set())
-    async with server:
-        await stop.wait()
+def _watch_stdin() -> None:
+    while os.read(sys.stdin.fileno(), 1):
+        pass
+    os._exit(0)  # the parent closed our stdin (or died): nothing left to serve
 
 
 def main() -> None:
-    upstream_port, delay_ms = int(sys.argv[1]), float(sys.argv[2])
-    asyncio.run(_serve(upstream_port, delay_ms / 1000))
+    upstream_port, delay_s = int(sys.argv[1]), float(sys.argv[2]) / 1000
+    listener = socket.create_server(("127.0.0.1", 0))
+    print(listener.getsockname()[1], flush=True)
+    threading.Thread(target=_watch_stdin, daemon=True).start()
+    while True:
+        client, _ = listener.accept()
+        try:
+            upstream = socket.create_connection(("127.0.0.1", upstream_port))
+        except OSError:
+            client.close()
+            continue
+        for s in (client, upstream):
+            s.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
+        for src, dst in ((client, upstream), (upstream, client)):
+            threading.Thread(target=_pump, args=(src, dst, delay_s), daemon=True).start()
 
 
 if __name__ == "__main__":

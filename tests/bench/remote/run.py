@@ -2,7 +2,7 @@
 over the network, in ONE run; writes docs/benchmarks-remote.md. Not run by pytest.
 
     .venv/bin/python tests/bench/remote/run.py [--quick | --tiny] [--delays 0,1,5]
-        [--reps N] [--out remote-bench.json] [--docs docs/benchmarks-remote.md | --no-docs]
+        [--reps N] [--out results.json] [--docs docs/benchmarks-remote.md | --no-docs]
 
 Starts one sqld (``tests/sqld_harness.py``: the pinned, verified binary on a free
 loopback port, its own temporary data directory) and, for each non-zero delay, a
@@ -22,6 +22,7 @@ import os
 import platform
 import signal
 import sqlite3
+import statistics
 import subprocess
 import sys
 import tempfile
@@ -38,6 +39,7 @@ import probes  # noqa: E402  (suite/probes.py)
 import remote_report  # noqa: E402
 import sides  # noqa: E402 (puts suite/ and tests/ on sys.path)
 
+from mqlite.engine.hrana import HranaClient  # noqa: E402
 from sqld_harness import Sqld, sqld_binary  # noqa: E402
 
 REPO = HERE.parents[2]
@@ -84,6 +86,21 @@ def start_proxy(upstream_port: int, delay_ms: float) -> tuple[subprocess.Popen[s
     assert proc.stdout is not None
     port = int(proc.stdout.readline())
     return proc, f"http://127.0.0.1:{port}"
+
+
+def round_trip_us(url: str, n: int = 60) -> float:
+    """Median µs of one ``SELECT 1`` round trip on a kept-alive connection: what the
+    proxy really adds per round trip (its delay both ways plus its own cost)."""
+    client = HranaClient(url, timeout_s=10.0)
+    lat = []
+    try:
+        for _ in range(n):
+            t0 = time.perf_counter()
+            client.execute("SELECT 1", (), keep_stream=False)
+            lat.append(time.perf_counter() - t0)
+    finally:
+        client.drop()
+    return round(statistics.median(lat[5:]) * 1e6, 1)
 
 
 def measure(side: Any, scenario: str, rep: int, n: int, tmp: Path) -> dict[str, Any]:
@@ -142,6 +159,7 @@ def run(args: argparse.Namespace, tmp: Path) -> dict[str, Any]:
             stores.append(sides.RemoteSide(name, url, server.url, pids[0], d))
         cells: list[dict[str, Any]] = []
         group: list[dict[str, Any]] = []
+        rtt = {s.name: round_trip_us(s.url) for s in stores[1:]}  # type: ignore[attr-defined]
         for rep in range(reps):
             for i, scenario in enumerate(SCENARIOS):
                 order = stores[(rep + i) % len(stores) :] + stores[: (rep + i) % len(stores)]
@@ -183,6 +201,7 @@ def run(args: argparse.Namespace, tmp: Path) -> dict[str, Any]:
             "when": time.strftime("%Y-%m-%d %H:%M UTC", time.gmtime()),
             "loadavg": os.getloadavg(),
             "pids": pids,
+            "round_trip_us": rtt,
         },
         "cells": cells,
         "group": group,
@@ -192,7 +211,7 @@ def run(args: argparse.Namespace, tmp: Path) -> dict[str, Any]:
 def _sqld_version(binary: Path) -> str:
     try:
         out = subprocess.run([str(binary), "--version"], capture_output=True, text=True)
-        return out.stdout.strip().split()[-1] if out.stdout.strip() else "?"
+        return out.stdout.strip().removeprefix("sqld ").removeprefix("sqld ") or "?"
     except OSError:
         return "?"
 
@@ -210,14 +229,17 @@ def main() -> None:
     ap.set_defaults(mode="full")
     ap.add_argument("--delays", default="0,1,5", help="one-way ms; 0 = sqld direct")
     ap.add_argument("--reps", type=int, default=0)
-    ap.add_argument("--out", default=str(REPO / "remote-bench.json"))
+    ap.add_argument("--out", default="", help="also write the raw cells here (JSON)")
     ap.add_argument("--docs", default=str(REPO / "docs" / "benchmarks-remote.md"))
     ap.add_argument("--no-docs", action="store_true")
     ap.add_argument("--dir", default=None, help="where the local files go (default: a tmp dir)")
     args = ap.parse_args()
+    # SIGTERM unwinds like Ctrl-C: the finally blocks stop sqld and the proxies.
+    signal.signal(signal.SIGTERM, lambda *_: sys.exit(143))
     with tempfile.TemporaryDirectory(dir=args.dir) as tmp:
         data = run(args, Path(tmp))
-    Path(args.out).write_text(json.dumps(data, indent=1))
+    if args.out:
+        Path(args.out).write_text(json.dumps(data, indent=1))
     text = remote_report.render(data)
     if not args.no_docs:
         Path(args.docs).write_text(text)
