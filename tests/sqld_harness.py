@@ -113,53 +113,97 @@ def reset_database(url: str) -> None:
 
 
 class StallProxy:
-    """A TCP proxy to ``port`` in this process that can stop forwarding (``stall()``, or
-    ``stall(after=b"COMMIT")``: once a request carrying it has been forwarded, so it is
-    applied and its answer held): the server looks alive (connections stay open) but
-    never answers, the fault a socket timeout must turn into an error. ``close()`` ends
-    it and its connections."""
+    """A TCP proxy to ``port`` in this process, for the faults a remote store must survive:
+
+    - ``stall()``, or ``stall(after=b"COMMIT")`` (once a request carrying it has been
+      forwarded, so it is applied and its answer held): the server looks alive
+      (connections stay open) but never answers, the fault a socket timeout must turn
+      into an error;
+    - ``cut(after=b"INSERT")``: the next request carrying it is forwarded, then the
+      client's connection is closed without the answer (applied, answer lost);
+    - ``down()``: nothing listens and every connection is closed (connects are refused),
+      until ``up()`` listens again on the same port.
+
+    ``close()`` ends it and its connections."""
 
     def __init__(self, port: int) -> None:
         self._upstream = port
         self._stalled = threading.Event()
         self._after: bytes | None = None
+        self._cut_after: bytes | None = None
         self._closed = threading.Event()
         self._sockets: list[socket.socket] = []
         self._listener = socket.create_server(("127.0.0.1", 0))
-        self.url = f"http://127.0.0.1:{self._listener.getsockname()[1]}"
-        threading.Thread(target=self._accept, daemon=True).start()
+        self.port = int(self._listener.getsockname()[1])
+        self.url = f"http://127.0.0.1:{self.port}"
+        self.connections = 0  # accepted so far
+        threading.Thread(target=self._accept, args=(self._listener,), daemon=True).start()
 
     def stall(self, after: bytes | None = None) -> None:
         if after is None:
             self._stalled.set()
         self._after = after
 
-    def _accept(self) -> None:
+    def cut(self, after: bytes) -> None:
+        self._cut_after = after
+
+    def down(self) -> None:
+        _shut(self._listener)  # shutdown first: a close alone leaves accept() listening
+        self._close_connections()
+
+    def up(self) -> None:
+        self._listener = socket.create_server(("127.0.0.1", self.port))
+        threading.Thread(target=self._accept, args=(self._listener,), daemon=True).start()
+
+    def _accept(self, listener: socket.socket) -> None:
         while not self._closed.is_set():
             try:
-                client, _ = self._listener.accept()
+                client, _ = listener.accept()
             except OSError:
                 return
+            self.connections += 1
             upstream = socket.create_connection(("127.0.0.1", self._upstream))
             self._sockets += [client, upstream]
+            cut = [False]  # this pair's answer is to be dropped
             for src, dst in ((client, upstream), (upstream, client)):
-                threading.Thread(target=self._pump, args=(src, dst), daemon=True).start()
+                threading.Thread(
+                    target=self._pump, args=(src, dst, src is client, cut), daemon=True
+                ).start()
 
-    def _pump(self, src: socket.socket, dst: socket.socket) -> None:
+    def _pump(
+        self, src: socket.socket, dst: socket.socket, to_server: bool, cut: list[bool]
+    ) -> None:
         try:
             while data := src.recv(65536):
                 while self._stalled.is_set() and not self._closed.is_set():
                     time.sleep(0.01)  # hold the bytes: neither forwarded nor refused
+                if cut[0]:
+                    break  # the answer to a cut request: dropped, connection closed
+                marker = self._cut_after
+                if to_server and marker is not None and marker in data:
+                    self._cut_after = None
+                    cut[0] = True
                 dst.sendall(data)
                 if self._after is not None and self._after in data:
                     self._stalled.set()
         except OSError:
             pass
+        if cut[0]:
+            _shut(src)
+            _shut(dst)
+
+    def _close_connections(self) -> None:
+        sockets, self._sockets = self._sockets, []
+        for s in sockets:
+            _shut(s)
 
     def close(self) -> None:
         self._closed.set()
-        self._listener.close()
-        for s in self._sockets:
-            with contextlib.suppress(OSError):
-                s.shutdown(socket.SHUT_RDWR)
-            s.close()
+        _shut(self._listener)
+        self._close_connections()
+
+
+def _shut(s: socket.socket) -> None:
+    with contextlib.suppress(OSError):
+        s.shutdown(socket.SHUT_RDWR)
+    s.close()

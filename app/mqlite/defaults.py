@@ -55,6 +55,13 @@ BUSY_TIMEOUT_MS = 5_000
 # A remote libSQL server must answer each exchange (connect, send, each read) within this:
 # a stalled server fails the call (a storage "io" error; a COMMIT's is outcome_unknown).
 REMOTE_TIMEOUT_S = 10.0
+# Transient remote failures are retried after these pauses, only where that is safe
+# (engine/remote.py) and only while the first attempt's REMOTE_TIMEOUT_S lasts: a
+# refused connection fails the call after ~1 s, a stalled server within 2 timeouts.
+REMOTE_RETRY_BACKOFF_S = (0.05, 0.2, 0.8)
+# Read scale-out (MQLITE_DB_REPLICA): connections to the replica beside the one writer's,
+# so the remote store's pool is 4 connections, as the spec's internals §3 has it.
+REPLICA_CONNECTIONS = 3
 # One broker per remote database (engine/lease.py): the lease row lives 30 s and is renewed
 # every 10 s, so two renewals in a row can fail (a server restart) before it lapses.
 LEASE_TTL_MS = 30_000

@@ -32,7 +32,7 @@ from urllib.parse import urlsplit
 
 import msgspec
 
-from mqlite.engine.http1 import HttpConnection
+from mqlite.engine.http1 import HttpConnection, NotSent
 
 # A kept-alive connection idle longer than this is replaced before the next request: a
 # server or proxy may have closed it meanwhile, and a request lost on a closed connection
@@ -41,7 +41,15 @@ _IDLE_REUSE_S = 4.0
 
 
 class TransportError(OSError):
-    """The exchange failed or was cut (connect, send, receive, timeout, a 5xx)."""
+    """The exchange failed or was cut (connect, send, receive, timeout, a 5xx).
+
+    ``sent`` is False when the request never reached the server whole (``NotSent``): the
+    server ran nothing, and the stream (baton) is kept, so the same request may be sent
+    again. True means the server may have run it (the answer was lost, or it was a 5xx)."""
+
+    def __init__(self, message: str, *, sent: bool = True) -> None:
+        super().__init__(message)
+        self.sent = sent
 
 
 class RequestRefused(Exception):
@@ -204,6 +212,9 @@ class HranaClient:
         try:
             conn = self._connection()
             status, data = conn.post(self._head, body)
+        except NotSent as exc:
+            self._close_http()  # the stream lives on: the request can go again with its baton
+            raise TransportError(str(exc), sent=False) from exc
         except (OSError, ValueError) as exc:
             self.drop()
             raise TransportError(f"{type(exc).__name__}: {exc}") from exc
@@ -225,7 +236,9 @@ class HranaClient:
 
     def _connection(self) -> HttpConnection:
         if self._http is not None and (
-            self._http.closed or time.monotonic() - self._used_at > _IDLE_REUSE_S
+            self._http.closed
+            or time.monotonic() - self._used_at > _IDLE_REUSE_S
+            or self._http.dropped()
         ):
             self._close_http()
         if self._http is None:

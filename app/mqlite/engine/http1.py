@@ -11,8 +11,15 @@ connect, write and read.
 
 from __future__ import annotations
 
+import select
 import socket
 import ssl
+
+
+class NotSent(ConnectionError):
+    """The request did not reach the server whole (the connect or the write failed): the
+    server cannot have run it, so a retry is safe whatever it carries."""
+
 
 MAX_RESPONSE_BYTES = 256 * 1024 * 1024  # one pipeline's answer; the engine's reads are bounded
 _MAX_LINE = 8192  # one line of an answer's head
@@ -23,11 +30,17 @@ class HttpConnection:
     """A connection to ``host:port`` (TLS if ``tls``); ``closed`` once the server said so."""
 
     def __init__(self, host: str, port: int, tls: bool, timeout_s: float) -> None:
-        sock = socket.create_connection((host, port), timeout=timeout_s)
+        try:
+            sock = socket.create_connection((host, port), timeout=timeout_s)
+        except OSError as exc:
+            raise NotSent(f"connect: {type(exc).__name__}: {exc}") from exc
         try:
             sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
             if tls:
                 sock = ssl.create_default_context().wrap_socket(sock, server_hostname=host)
+        except OSError as exc:
+            sock.close()
+            raise NotSent(f"TLS handshake: {type(exc).__name__}: {exc}") from exc
         except BaseException:
             sock.close()
             raise
@@ -36,7 +49,14 @@ class HttpConnection:
         self.closed = False
 
     def post(self, head: bytes, body: bytes) -> tuple[int, bytes]:
-        self._sock.sendall(head + b"Content-Length: %d\r\n\r\n" % len(body) + body)
+        """Send one request in one write and read its answer. A failed write raises
+        ``NotSent`` (the body's length is declared, so a server that got part of it ran
+        nothing); a failure after the write is an ``OSError``/``ValueError`` (ambiguous)."""
+        try:
+            self._sock.sendall(head + b"Content-Length: %d\r\n\r\n" % len(body) + body)
+        except OSError as exc:
+            self.close()
+            raise NotSent(f"send: {type(exc).__name__}: {exc}") from exc
         status_line = self._line()
         parts = status_line.split(None, 2)
         if len(parts) < 2 or not parts[0].startswith(b"HTTP/1."):
@@ -96,6 +116,17 @@ class HttpConnection:
         while self._line() not in (b"\r\n", b"\n"):
             pass  # trailers
         return bytes(out)
+
+    def dropped(self) -> bool:
+        """The idle connection has something to read: the server closed it (EOF or a
+        reset) or sent what nobody asked for. Either way it must not carry a request: on a
+        dead connection the request's fate would be unknown (an OutcomeUnknown for a
+        COMMIT) where a new connection makes it certain."""
+        try:
+            readable, _, _ = select.select([self._sock], [], [], 0)
+        except (OSError, ValueError):
+            return True
+        return bool(readable)
 
     def close(self) -> None:
         self.closed = True

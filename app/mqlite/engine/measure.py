@@ -3,8 +3,9 @@ operations (maintenance runs are in ``maintenance_runs.py``, filter failures in
 ``topics.FilterFailures``). No prometheus import: ``server/metrics.py`` renders them.
 
 Every recorder here runs while the writer token is held (after-commit callbacks, the
-measured store's transaction exits, serialized reads), so the counters need no lock of
-their own and a snapshot taken on the writer is consistent. They are process-local and
+measured store's transaction exits, serialized reads), so a snapshot taken on the
+writer is consistent; storage operations also take a lock of their own, because reads
+on a replica (``read_replica.py``) are recorded off the writer. They are process-local and
 start at zero with the engine (observability, "Message effects").
 """
 
@@ -12,9 +13,11 @@ from __future__ import annotations
 
 import logging
 import sqlite3
+import threading
 from bisect import bisect_left
 from collections import Counter
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
@@ -135,14 +138,28 @@ class StorageOps:
             for outcome, code in OUTCOME_CODES
         }
         self._logged: dict[tuple[str, str], tuple[float, int]] = {}
+        # Reads on a replica (read_replica.py) are recorded off the writer, beside it.
+        self._lock = threading.Lock()
 
-    def ok(self, operation: str, seconds: float) -> None:
-        s = self.stats[operation, "ok", ""]
-        s.count += 1
-        s.duration.observe(seconds)
+    @contextmanager
+    def locked(self) -> Iterator[dict[tuple[str, str, str], OperationStats]]:
+        """The stats, with no recorder changing them meanwhile (a consistent snapshot)."""
+        with self._lock:
+            yield self.stats
 
-    def failed(self, operation: str, seconds: float, exc: BaseException) -> None:
+    def ok(self, operation: str, seconds: float, retries: int = 0) -> None:
+        with self._lock:
+            s = self.stats[operation, "ok", ""]
+            s.count += 1
+            s.retries += retries
+            s.duration.observe(seconds)
+
+    def failed(self, operation: str, seconds: float, exc: BaseException, retries: int = 0) -> None:
         """A failed operation: a storage error, an interruption or an application refusal."""
+        with self._lock:
+            self._failed(operation, seconds, exc, retries)
+
+    def _failed(self, operation: str, seconds: float, exc: BaseException, retries: int) -> None:
         if isinstance(exc, diagnostics.INTERRUPTIONS) or diagnostics.classify(exc) != "other":
             fail = diagnostics.failure(operation, exc)
             outcome = "outcome_unknown" if fail.category == "outcome_unknown" else "error"
@@ -153,10 +170,12 @@ class StorageOps:
         else:
             s = self.stats[operation, "rejected", "application"]
             s.count += 1
+            s.retries += retries
             s.duration.observe(seconds)
             return
         s = self.stats[key]
         s.count += 1
+        s.retries += retries
         s.duration.observe(seconds)
         s.last_error = (self._now(), fail)
         self._log(operation, fail, interrupted=isinstance(exc, diagnostics.INTERRUPTIONS))

@@ -13,6 +13,10 @@ it is and this only wraps its three doors --
 - ``connection()``: a ``write`` operation (checkpoint, incremental vacuum, VACUUM).
 - ``read()``: a ``read`` operation (the observation's collection and read probe).
 
+Retries: a remote connection counts its safe retries (``remote.py``); each recorded
+operation takes the ones made since the previous record (a retried ``BEGIN`` of the
+writer's batch goes to the first call of the batch, the operation it served).
+
 ``fault`` is the one test seam: a callable run at the start of every operation, which
 may raise a driver error (``tests/ops/faulty_serve.py`` makes the database "unreadable"
 that way in a real broker process). It is None in production.
@@ -45,9 +49,16 @@ class MeasuredStore(Store):
         now_ms: Callable[[], int] | None = None,
     ) -> None:
         self.ops = ops
+        self._retries_seen = 0
         super().__init__(
             dsn, sync=sync, checkpoint=checkpoint, auth_token=auth_token, now_ms=now_ms
         )
+
+    def new_retries(self) -> int:
+        """Safe retries of the connection since the last call (0 on a local file)."""
+        total: int = getattr(self.conn, "retries", 0)
+        new, self._retries_seen = total - self._retries_seen, total
+        return new
 
     def transaction(self, *, batch: bool = False) -> _MeasuredTransaction:  # type: ignore[override]
         return _MeasuredTransaction(self, batch)
@@ -61,9 +72,9 @@ class MeasuredStore(Store):
                     MeasuredStore.fault("write")
                 yield conn
         except BaseException as exc:
-            self.ops.failed("write", perf_counter() - started, exc)
+            self.ops.failed("write", perf_counter() - started, exc, self.new_retries())
             raise
-        self.ops.ok("write", perf_counter() - started)
+        self.ops.ok("write", perf_counter() - started, self.new_retries())
 
     @contextmanager
     def read(self) -> Iterator[sqlite3.Connection]:
@@ -78,9 +89,9 @@ class MeasuredStore(Store):
                     MeasuredStore.fault("read")
                 yield self.conn
             except BaseException as exc:
-                self.ops.failed("read", perf_counter() - started, exc)
+                self.ops.failed("read", perf_counter() - started, exc, self.new_retries())
                 raise
-            self.ops.ok("read", perf_counter() - started)
+            self.ops.ok("read", perf_counter() - started, self.new_retries())
 
 
 class _MeasuredTransaction:
@@ -123,13 +134,15 @@ class _MeasuredTransaction:
             self._failed(exc)
             return
         seconds = perf_counter() - self._started
-        ops = self._store.ops
+        store = self._store
+        ops = store.ops
         if self._nested:
-            self._store.after_commit(lambda: ops.ok("transaction", seconds))
+            store.after_commit(lambda: ops.ok("transaction", seconds, store.new_retries()))
         else:
-            ops.ok("transaction", seconds)
+            ops.ok("transaction", seconds, store.new_retries())
 
     def _failed(self, exc: BaseException) -> None:
         if self._batch and not isinstance(exc, sqlite3.Error | errors.StorageError):
             return  # a call of the batch raised: that call's own block counted it
-        self._store.ops.failed("transaction", perf_counter() - self._started, exc)
+        store = self._store
+        store.ops.failed("transaction", perf_counter() - self._started, exc, store.new_retries())

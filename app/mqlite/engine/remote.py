@@ -20,6 +20,14 @@ where the engine relies on it (``execute``/``executemany``, a cursor with ``fetc
   constraint, else ``OperationalError`` with the server's result code; a transport
   failure (refused, reset, timed out, a 5xx) is ``RemoteUnreachable`` (the request may or
   may not have been applied), and the stream and its transaction are gone.
+- **Retries** (internals §3: the remote store is the only one that retries), bounded by
+  ``defaults.REMOTE_RETRY_BACKOFF_S`` and the first attempt's timeout, and only where they
+  cannot apply anything twice: any request that never reached the server whole (the
+  connect or the write failed: ``TransportError.sent`` is False; a transaction's stream
+  survives it), and, when the answer was lost or was a 5xx, a ``SELECT`` or ``BEGIN``
+  outside a transaction (a fresh stream: nothing to apply twice). Never a lost answer of
+  a write, of a statement inside a transaction, or of a ``COMMIT`` (the store makes that
+  ``OutcomeUnknown``). ``retries`` counts the attempts, for the observation.
 """
 
 from __future__ import annotations
@@ -27,6 +35,7 @@ from __future__ import annotations
 import os
 import re
 import sqlite3
+import time
 from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from functools import lru_cache
@@ -164,6 +173,12 @@ def bind(sql: str, params: Sequence[Any] | Mapping[str, Any]) -> tuple[str, list
     return "".join(out), values
 
 
+def _backoff(attempt: int) -> float | None:
+    """The pause before retry number ``attempt + 1``, or None once they are spent."""
+    pauses = defaults.REMOTE_RETRY_BACKOFF_S
+    return pauses[attempt] if attempt < len(pauses) else None
+
+
 def _translate(failure: StatementError) -> sqlite3.Error:
     """The server's statement error as the ``sqlite3`` exception a local file raises."""
     code = failure.code
@@ -219,8 +234,11 @@ class RemoteConnection:
         auth_token: str,
         *,
         timeout_s: float | None = None,
+        sleep: Callable[[float], None] = time.sleep,
     ) -> None:
         self.target = target
+        self._sleep = sleep  # the retries' pause (a test substitutes its own)
+        self.retries = 0  # safe retry attempts so far (measured_store reads the delta)
         self._auth_token = auth_token  # never logged, never in a message
         if timeout_s is None:
             timeout_s = defaults.REMOTE_TIMEOUT_S  # read at open: a test may shorten it
@@ -255,17 +273,32 @@ class RemoteConnection:
         verb = sql.lstrip()[:12].upper()
         ends = verb.startswith(("COMMIT", "END", "ROLLBACK")) and not verb.startswith("ROLLBACK TO")
         keep = verb.startswith(("BEGIN", "SAVEPOINT")) or (self.in_transaction and not ends)
-        try:
-            outcome, autocommit = call(keep)
-        except TransportError as exc:
-            self.in_transaction = False
-            raise RemoteUnreachable(f"remote database {self.target.masked}: {exc}") from None
-        except RequestRefused as exc:
-            self.in_transaction = False  # the stream (a baton the server no longer knows) is gone
-            refused = sqlite3.OperationalError(f"remote database {self.target.masked}: {exc}")
-            if exc.status in (401, 403):
-                refused.sqlite_errorcode = 3  # SQLITE_PERM: an "io" storage failure
-            raise refused from None
+        # A lost answer may be retried only where running it twice changes nothing.
+        idempotent = not self.in_transaction and verb.startswith(("SELECT", "BEGIN"))
+        deadline = time.monotonic() + self._timeout_s
+        attempt = 0
+        while True:
+            try:
+                outcome, autocommit = call(keep)
+                break
+            except TransportError as exc:
+                pause = _backoff(attempt)
+                safe = idempotent or not exc.sent
+                if not safe or pause is None or time.monotonic() + pause > deadline:
+                    self.in_transaction = False
+                    self._client.drop()  # a stream whose fate is unknown is never reused
+                    raise RemoteUnreachable(
+                        f"remote database {self.target.masked}: {exc}"
+                    ) from None
+                attempt += 1
+                self.retries += 1
+                self._sleep(pause)
+            except RequestRefused as exc:
+                self.in_transaction = False  # the stream (a baton the server no longer knows)
+                refused = sqlite3.OperationalError(f"remote database {self.target.masked}: {exc}")
+                if exc.status in (401, 403):
+                    refused.sqlite_errorcode = 3  # SQLITE_PERM: an "io" storage failure
+                raise refused from None
         self.in_transaction = not autocommit
         if isinstance(outcome, StatementError):
             raise _translate(outcome) from None
