@@ -162,8 +162,8 @@ def group_table(cells: list[dict[str, Any]], stores: list[str]) -> list[str]:
         "shipped (`writer.MAX_BATCH` = 64: calls that queue while it works share one "
         "transaction, each its own savepoint, one COMMIT). *unbatched*: the same load with "
         "`MAX_BATCH` set to 1 in the bench process, so every call is its own "
-        "BEGIN … COMMIT. 1 thread is the serial baseline (nothing queues). "
-        "gain: batched ÷ unbatched msgs/s.",
+        "BEGIN … COMMIT. 1 thread is the serial baseline: nothing queues, so both run the "
+        "same code and its *gain* is this run's noise. gain: batched ÷ unbatched msgs/s.",
         "",
         "| store | threads | n | batched msgs/s | unbatched msgs/s | gain | "
         "round trips/msg batched / unbatched | commits/msg batched / unbatched |",
