@@ -49,6 +49,9 @@ ENV PATH=/opt/mqlite/bin:$PATH \
     MQLITE_ADDR=:6754 \
     PYTHONUNBUFFERED=1 \
     PYTHONDONTWRITEBYTECODE=1
+# A remote MQLITE_DB (libsql://, https://, http:// of a sqld) needs nothing more in the
+# image and no volume: compose.remote.yaml and the `docker run` of docs/deployment.md
+# cover /data with a tmpfs the broker cannot write, so no anonymous volume is made.
 VOLUME /data
 WORKDIR /data
 USER 10001:10001

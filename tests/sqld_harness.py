@@ -14,6 +14,7 @@ import socket
 import subprocess
 import threading
 import time
+from collections.abc import Callable
 from pathlib import Path
 
 from mqlite.engine.hrana import HranaClient, Result
@@ -207,3 +208,27 @@ def _shut(s: socket.socket) -> None:
     with contextlib.suppress(OSError):
         s.shutdown(socket.SHUT_RDWR)
     s.close()
+
+
+def start_replica_set(binary: Path, base: Path) -> tuple[Sqld, Sqld]:
+    """A primary (its gRPC replication endpoint on loopback) and one replica following it
+    (``--primary-grpc-url``), both started; the caller stops both."""
+    base.mkdir(parents=True, exist_ok=True)
+    grpc = free_port()
+    primary = Sqld(binary, base / "primary", "--grpc-listen-addr", f"127.0.0.1:{grpc}").start()
+    try:
+        replica = Sqld(binary, base / "replica", "--primary-grpc-url", f"http://127.0.0.1:{grpc}")
+        return primary, replica.start()
+    except BaseException:
+        primary.stop()
+        raise
+
+
+def wait_until(predicate: Callable[[], bool], timeout_s: float = 10.0) -> float:
+    """Poll ``predicate`` until true (seconds it took); AssertionError after ``timeout_s``."""
+    started = time.monotonic()
+    while not predicate():
+        if time.monotonic() - started > timeout_s:
+            raise AssertionError(f"not true within {timeout_s} s")
+        time.sleep(0.005)
+    return time.monotonic() - started

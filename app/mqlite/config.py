@@ -114,6 +114,14 @@ def checkpoint_from_env(environ: Mapping[str, str]) -> str:
     return mode
 
 
+def remote_db_token(environ: Mapping[str, str]) -> str:
+    """The remote database's token: ``MQLITE_DB_AUTH_TOKEN``, the file named by
+    ``MQLITE_DB_AUTH_TOKEN_FILE`` (a container secret), or the systemd credential
+    ``mqlite-db-auth-token``; never logged, never in argv."""
+    value, _ = read_secret(environ, "MQLITE_DB_AUTH_TOKEN", "mqlite-db-auth-token")
+    return (value or "").strip()
+
+
 def read_secret(environ: Mapping[str, str], name: str, credential: str) -> tuple[str | None, str]:
     """``(value, source)`` of a secret: the variable ``name``, else the file named by
     ``name_FILE``, else systemd's ``$CREDENTIALS_DIRECTORY/credential``; ``source`` is what
@@ -163,6 +171,11 @@ def parse_addr(addr: str, *, name: str = "MQLITE_ADDR") -> tuple[str, int]:
     return host, port
 
 
+def _remote_url(dsn: str) -> bool:
+    """A libSQL server's URL (the schemes engine/remote.py accepts)."""
+    return dsn.split("://", 1)[0].lower() in ("libsql", "https", "http") and "://" in dsn
+
+
 def is_loopback(host: str) -> bool:
     if host == "localhost":
         return True
@@ -177,6 +190,8 @@ class Settings:
     db: str = DEFAULT_DB
     # The remote libSQL DSN's token (MQLITE_DB_AUTH_TOKEN): kept out of repr, logs, argv.
     db_auth_token: str = field(default="", repr=False)
+    # MQLITE_DB_REPLICA: a libSQL replica for reads that tolerate staleness (remote only).
+    db_replica: str = ""
     sync: str = defaults.DEFAULT_SYNC
     max_message_bytes: int = defaults.MAX_MESSAGE_BYTES
     addr: str = DEFAULT_ADDR
@@ -253,12 +268,23 @@ class Settings:
         nbytes = _int(environ, "MQLITE_DLQ_MAX_BYTES", 0, minimum=0)
         addr = environ.get("MQLITE_ADDR", DEFAULT_ADDR)
         parse_addr(addr)
+        db_auth_token = remote_db_token(environ)
+        replica = environ.get("MQLITE_DB_REPLICA", "").strip()
+        db = environ.get("MQLITE_DB", "").strip() or DEFAULT_DB
+        if replica and not _remote_url(db):
+            raise ConfigError(
+                "MQLITE_DB_REPLICA is set but MQLITE_DB is not a remote libSQL database "
+                "(libsql://, https://, http://): a local file has no replica to read from"
+            )
+        if replica and not _remote_url(replica):
+            raise ConfigError("MQLITE_DB_REPLICA must be a libsql://, https:// or http:// URL")
         level = environ.get("MQLITE_LOG_LEVEL", "INFO").strip().upper() or "INFO"
         if level not in ("DEBUG", "INFO", "WARNING", "ERROR"):
             raise ConfigError(f"MQLITE_LOG_LEVEL={level!r} is not DEBUG/INFO/WARNING/ERROR")
         return cls(
-            db=environ.get("MQLITE_DB", "").strip() or DEFAULT_DB,
-            db_auth_token=environ.get("MQLITE_DB_AUTH_TOKEN", "").strip(),
+            db=db,
+            db_auth_token=db_auth_token,
+            db_replica=replica,
             sync=sync_from_env(environ),
             max_message_bytes=_int(
                 environ, "MQLITE_MAX_MESSAGE_BYTES", defaults.MAX_MESSAGE_BYTES, minimum=1

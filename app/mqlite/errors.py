@@ -194,6 +194,20 @@ class StorageFull(Unavailable, StorageError):
         StorageError.__init__(self, message, category="full")
 
 
+class StorageUnreachable(Unavailable, StorageError):
+    """the remote database (a libSQL server) could not be reached or stopped answering:
+    nothing was committed (a lost COMMIT acknowledgement is ``OutcomeUnknown`` instead);
+    retry later.
+
+    A ``StorageError`` whose wire form is the retryable ``503 unavailable`` with reason
+    ``storage_unreachable``; only a remote store raises it."""
+
+    reason = "storage_unreachable"
+
+    def __init__(self, message: str | None = None) -> None:
+        StorageError.__init__(self, message, category="io")
+
+
 # Errors that only exist in-process (they never cross the wire as their own code; a
 # broker that hits them at startup refuses to start instead).
 class DBLocked(MQLiteError):
@@ -281,6 +295,7 @@ def _reason_classes() -> Mapping[str, type[MQLiteError]]:
     for cls in (
         QueueNotFound,
         StorageFull,
+        StorageUnreachable,
         UnsupportedMediaType,
         HeadersTooLarge,
         RequestTimeout,

@@ -18,6 +18,9 @@ ROOTFS=localhost/mqlite-standin/bookworm:latest
 PYTHON=docker.io/library/python:3.11-slim-bookworm
 PROMETHEUS=docker.io/prom/prometheus:v2.42.0
 ALERTMANAGER=docker.io/prom/alertmanager:v0.25.0
+# compose.remote.yaml's libSQL server: ops/ci/libsql-server.Containerfile around the pinned
+# sqld binary of ops/ci/install-sqld.sh (the sha256 is checked there, again before COPY).
+SQLD=ghcr.io/tursodatabase/libsql-server:v0.24.32
 
 exists() { podman image exists "$1"; }
 build() {  # build TAG from a Containerfile on stdin, context = a temp dir with the CA bundle
@@ -84,4 +87,21 @@ EXPOSE 9093
 ENTRYPOINT ["/bin/alertmanager"]
 CMD ["--config.file=/etc/alertmanager/alertmanager.yml", "--storage.path=/alertmanager"]
 CONTAINERFILE
+fi
+
+# Unlike the others, rebuilt when its recipe changes: the image carries a label with a
+# digest of the Containerfile and of install-sqld.sh (which holds the version and sha256
+# pins), so a new pin or recipe makes a new stand-in (~20 s, once per machine).
+sqld_digest=$(cat "$here/libsql-server.Containerfile" "$here/install-sqld.sh" | sha256sum | cut -c1-16)
+if [ "$(podman image inspect --format '{{index .Labels "mqlite.standin"}}' "$SQLD" 2>/dev/null)" != "$sqld_digest" ]; then
+  ctx=$(mktemp -d)
+  binary=$("$here/install-sqld.sh")  # installs and verifies it, or fails
+  cp "$binary" "$ctx/sqld"
+  sha=$(sed -n 's/^SHA256=//p' "$here/install-sqld.sh")
+  echo "$sha  $ctx/sqld" | sha256sum --check --status  # the copy is the verified binary
+  cp /etc/ssl/certs/ca-certificates.crt "$ctx/ca-certificates.crt"
+  podman build -q --pull=never --isolation chroot --format docker --build-arg "ROOTFS=$ROOTFS" \
+    --label "mqlite.standin=$sqld_digest" -f "$here/libsql-server.Containerfile" -t "$SQLD" "$ctx" >/dev/null
+  rm -rf "$ctx"
+  echo "standin: built $SQLD" >&2
 fi

@@ -256,6 +256,7 @@ def kill_group(proc: subprocess.Popen[bytes]) -> None:
 REASONS = {
     "queue_not_found": "not_found",
     "storage_full": "unavailable",
+    "storage_unreachable": "unavailable",
     "unsupported_media_type": "invalid_argument",
     "headers_too_large": "invalid_argument",
     "request_timeout": "canceled",

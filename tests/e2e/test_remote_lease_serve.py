@@ -4,6 +4,8 @@ finds its lease taken (renewal every 10 s) stops and exits."""
 
 from __future__ import annotations
 
+import json
+
 from e2e_support import BrokerFactory, now_ms
 
 from mqlite.engine.remote import RemoteConnection, parse_remote
@@ -45,3 +47,35 @@ def test_a_broker_whose_lease_was_taken_stops_and_exits(
         assert count == (0,) and q
     finally:
         conn.close()
+
+
+def test_serve_on_an_unreachable_remote_database_refuses_in_one_line(
+    broker_factory: BrokerFactory,
+) -> None:
+    """No worker traceback: the pre-flight names the (masked) database and why."""
+    from sqld_harness import free_port
+
+    proc, _, out, err, _, _ = broker_factory.spawn(
+        {"MQLITE_DB": f"http://127.0.0.1:{free_port()}", "MQLITE_DB_AUTH_TOKEN": "jwt-SECRET"}
+    )
+    try:
+        rc = proc.wait(timeout=30)
+    except Exception:
+        proc.kill()
+        raise
+    assert rc == 1
+    lines = err.read_text().strip().splitlines()
+    assert len(lines) == 1, lines
+    record = json.loads(lines[0])
+    assert "cannot start without its database" in record["msg"], record
+    assert "http://***:" in record["msg"]
+    assert "jwt-SECRET" not in err.read_text() + out.read_text()
+
+
+def test_the_startup_line_shows_the_remote_host_masked(
+    broker_factory: BrokerFactory, remote_dsn: str
+) -> None:
+    broker = broker_factory({"MQLITE_DB": remote_dsn})
+    listening = [line for line in broker.stdout().splitlines() if "listening on" in line]
+    assert listening and "db http://***:" in listening[0], listening
+    assert "127.0.0.1" not in json.loads(listening[0])["db"]

@@ -23,7 +23,7 @@ from __future__ import annotations
 import secrets
 import shutil
 import tempfile
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -40,9 +40,11 @@ from hypothesis.stateful import (
 )
 
 import mqlite
+import mqlite.filters.api  # raises the recursion limit at import, never mid-example
 from mqlite import OutMessage, QueueConfig, errors
 from mqlite.clock import FakeClock
 from mqlite.testing import run_maintenance_once
+from sqld_harness import reset_database
 
 Q = "q"
 LOCK_MS = 30_000
@@ -281,11 +283,16 @@ class QueueModelMachine(RuleBasedStateMachine):
     GROUPS: tuple[str, ...] = ("", "", "a", "b")
     FILE_DB = False
 
+    REMOTE_URL = ""  # set: the machine runs on that libSQL server (RemoteMachines below)
+
     def __init__(self) -> None:
         super().__init__()
         self.clock = FakeClock(START_MS)
         self.tmpdir: str | None = None
-        if self.FILE_DB:
+        if self.REMOTE_URL:
+            reset_database(self.REMOTE_URL)
+            self.dsn = self.REMOTE_URL
+        elif self.FILE_DB:
             self.tmpdir = tempfile.mkdtemp(prefix="mqlite-model-")
             self.dsn = "file:" + str(Path(self.tmpdir) / "model.db")
         else:
@@ -306,7 +313,7 @@ class QueueModelMachine(RuleBasedStateMachine):
         self.gone: set[int] = set()  # completed / received-and-deleted seqs
 
     def _open(self) -> Any:
-        if self.FILE_DB:
+        if self.FILE_DB and not self.REMOTE_URL:
             return mqlite.open_embedded(self.dsn, clock=self.clock, background=False, sync="OFF")
         return mqlite.open_embedded(self.dsn, clock=self.clock, background=False)
 
@@ -658,6 +665,49 @@ TestStrictFifoQueueMatchesModel = StrictFifoMachine.TestCase
 TestStrictFifoQueueMatchesModel.settings = _settings(80)
 TestFileQueueWithReopenMatchesModel = FileReopenMachine.TestCase
 TestFileQueueWithReopenMatchesModel.settings = _settings(40)
+
+
+# The same models on the remote store (a real sqld, ``sqld_server``): fewer examples, as
+# every step is a few network round trips; the machines are the same classes.
+class RemoteMachine(QueueModelMachine):
+    def __init__(self) -> None:
+        assert self.REMOTE_URL, "a remote machine must run on sqld (remote_store_url)"
+        super().__init__()
+        assert self.mq.status().remote is True
+
+
+class RemoteStandardMachine(RemoteMachine):
+    pass
+
+
+class RemoteGroupFifoMachine(RemoteMachine, GroupFifoMachine):
+    pass
+
+
+class RemoteReopenMachine(RemoteMachine, FileReopenMachine):
+    """Reopen on a remote database: close releases the lease row, recovery runs again."""
+
+
+def _remote_case(machine: type[QueueModelMachine], max_examples: int) -> Any:
+    case = machine.TestCase
+    case.settings = _settings(max_examples)
+    return pytest.mark.usefixtures("remote_store_url")(case)
+
+
+@pytest.fixture
+def remote_store_url(sqld_server: Any) -> Iterator[None]:
+    """Point every remote machine at the session's sqld for this test."""
+    machines = (RemoteStandardMachine, RemoteGroupFifoMachine, RemoteReopenMachine)
+    for machine in machines:
+        machine.REMOTE_URL = sqld_server.url
+    yield
+    for machine in machines:
+        machine.REMOTE_URL = ""
+
+
+TestStandardQueueMatchesModelRemote = _remote_case(RemoteStandardMachine, 20)
+TestGroupFifoQueueMatchesModelRemote = _remote_case(RemoteGroupFifoMachine, 15)
+TestReopenMatchesModelRemote = _remote_case(RemoteReopenMachine, 10)
 
 
 # -- pinned examples: the preface rules, one at a time, for readable failures ----------

@@ -120,12 +120,32 @@ def test_auth_token_is_read_from_the_environment_and_never_in_repr() -> None:
     assert "jwt-SECRET" not in repr(s)
 
 
-def test_unreachable_server_fails_fast_with_a_storage_error(sqld_server: Sqld) -> None:
+def test_auth_token_is_read_from_a_secret_file_and_one_source_only(tmp_path: object) -> None:
+    from pathlib import Path
+
+    from mqlite.config import ConfigError
+
+    secret = Path(str(tmp_path)) / "db.token"
+    secret.write_text("jwt-FROM-FILE\n")
+    env = {"MQLITE_DB": "libsql://db.turso.io", "MQLITE_DB_AUTH_TOKEN_FILE": str(secret)}
+    assert Settings.from_env(env).db_auth_token == "jwt-FROM-FILE"
+    with pytest.raises(ConfigError, match="not both") as caught:
+        Settings.from_env({**env, "MQLITE_DB_AUTH_TOKEN": "jwt-other"})
+    assert "jwt-" not in str(caught.value)
+
+
+def test_unreachable_server_fails_fast_with_a_retryable_unavailable_storage_error(
+    sqld_server: Sqld,
+) -> None:
     from sqld_harness import free_port
 
     with pytest.raises(errors.StorageError) as caught:
         mqlite.open_embedded(f"http://127.0.0.1:{free_port()}", background=False)
     assert caught.value.category == "io"
+    # A retryable 503 unavailable (reason storage_unreachable), never a 500 internal.
+    assert isinstance(caught.value, errors.StorageUnreachable)
+    assert (caught.value.http_status, caught.value.code) == (503, "unavailable")
+    assert "nothing was committed" in str(caught.value)
 
 
 def test_a_lost_commit_acknowledgement_is_outcome_unknown_and_dedup_reconciles(

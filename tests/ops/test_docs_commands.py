@@ -22,6 +22,9 @@ OTHER_TOOLS = {
 # Blocks without a not-run marker, and the test that runs their commands.
 EXERCISED = {
     "MQLITE_SITE=mq.example.com caddy validate": "tests/ops/test_caddy.py",
+    "deploy/compose-secrets.sh ./secrets && deploy/sqld-secrets.sh": (
+        "tests/appliance/test_compose_remote.py"
+    ),
 }
 _BLOCK = re.compile(r"(<!-- not-run: (?P<why>[^>]+) -->\n)?```bash\n(?P<body>.*?)```", re.S)
 

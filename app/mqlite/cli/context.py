@@ -15,6 +15,7 @@ import mqlite
 from mqlite import defaults
 from mqlite.cli.endpoint import EndpointError, Target, resolve
 from mqlite.cli.output import Output
+from mqlite.config import remote_db_token
 
 
 class UsageError(Exception):
@@ -101,7 +102,13 @@ class Context:
     def embedded(self) -> mqlite.EmbeddedClient:
         """The local database itself (refused while another process owns it)."""
         if self._embedded is None:
-            client = mqlite.open_embedded(self.target.dsn, background=False, catch_up=True)
+            client = mqlite.open_embedded(
+                self.target.dsn,
+                background=False,
+                catch_up=True,
+                # a remote libSQL DSN's token: environment or secret file, never argv
+                auth_token=remote_db_token(os.environ),
+            )
             self._embedded = self._client = client
         return self._embedded
 

@@ -48,7 +48,6 @@ class AdminOps(EngineCore):
 
     # -- browse ---------------------------------------------------------------------------
 
-    @serialized
     def peek(
         self,
         queue: str,
@@ -56,21 +55,21 @@ class AdminOps(EngineCore):
         from_seq: int = 0,
         max: int = 0,
     ) -> list[Message]:
-        """Browse without locking (never returns a lock token)."""
+        """Browse without locking (never returns a lock token); on the replica if any."""
         q = self._queue(queue)
         check_int("from_seq", from_seq)
         check_int("max", max)
         if state is not None and not isinstance(state, str):
             raise errors.InvalidArgument("state must be a string")
-        with self.store.transaction() as conn:
-            found = peek.peek(conn, q.name, state=state or None, from_seq=from_seq, max=max)
+        found = self._read_stale(
+            lambda conn: peek.peek(conn, q.name, state=state or None, from_seq=from_seq, max=max)
+        )
         return self._bind(found)
 
-    @serialized
     def stats(self, queue: str) -> Stats:
+        """Counts per state (on the replica if any); ``now`` sampled once the read runs."""
         q = self._queue(queue)
-        with self._write() as (conn, now):
-            return peek.stats(conn, now, q.name)
+        return self._read_stale(lambda conn: peek.stats(conn, self.clock.now_ms(), q.name))
 
     # -- dead letters ---------------------------------------------------------------------
 

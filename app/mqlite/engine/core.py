@@ -23,12 +23,14 @@ from mqlite.engine.maintenance_runs import MaintenanceRuns
 from mqlite.engine.measure import MessageEffects, StorageOps
 from mqlite.engine.measured_store import MeasuredStore
 from mqlite.engine.notify import Notifier
+from mqlite.engine.read_replica import ReplicaReads
 from mqlite.engine.storage_errors import translate
 from mqlite.engine.store import parse_dsn
 from mqlite.engine.writer import Writer
 from mqlite.types import Message, QueueInfo
 
 F = TypeVar("F", bound=Callable[..., Any])
+T = TypeVar("T")
 
 log = logging.getLogger("mqlite.engine")
 
@@ -67,6 +69,7 @@ class EngineCore:
         disk: DiskLimits | None = None,
         auth_token: str = "",
         checkpoint: str = "TRUNCATE",
+        replica: str = "",
     ) -> None:
         if max_message_bytes <= 0:
             raise errors.InvalidArgument("max_message_bytes must be positive")
@@ -80,7 +83,16 @@ class EngineCore:
         self.effects = MessageEffects()
         self.storage_ops = StorageOps(self.clock.now_ms, lambda: self.clock.monotonic_ms() / 1000)
         self.maintenance_runs = MaintenanceRuns(self.clock.now_ms)
-        path = parse_dsn(dsn).path
+        location = parse_dsn(dsn)
+        path = location.path
+        self.replica: ReplicaReads | None = None
+        if replica.strip():
+            if location.remote is None:
+                raise errors.InvalidArgument(
+                    "MQLITE_DB_REPLICA needs a remote MQLITE_DB (a libSQL primary): "
+                    "a local file has no replica to read from"
+                )
+            self.replica = ReplicaReads(replica.strip(), auth_token, self.storage_ops)
         self.disk: DiskGuard | None = None
         if path is not None:
             self.disk = DiskGuard(path, disk or DiskLimits(), self.clock.monotonic_ms)
@@ -156,6 +168,22 @@ class EngineCore:
         notifier = self.notifier
         self.store.after_commit(lambda: notifier.notify_all(names))
 
+    def _read_stale(self, read: Callable[[sqlite3.Connection], T]) -> T:
+        """Run a read that tolerates staleness: on the replica when there is one (off the
+        writer: read_replica.py), else in a transaction on the writer."""
+        if self.replica is not None:
+            try:
+                with self.replica.read() as conn:
+                    return read(conn)  # type: ignore[arg-type]
+            except sqlite3.Error as exc:  # as the writer translates its calls' errors
+                raise translate(exc) from exc
+        return self._read_primary(read)
+
+    @serialized
+    def _read_primary(self, read: Callable[[sqlite3.Connection], T]) -> T:
+        with self.store.transaction() as conn:
+            return read(conn)
+
     def _queue(self, name: object) -> QueueInfo:
         return self.catalog.queue(queues.validate_name(name))
 
@@ -170,6 +198,8 @@ class EngineCore:
         self.notifier.close()
         self.writer.stop()
         self.store.close()
+        if self.replica is not None:
+            self.replica.close()
 
     @property
     def closed(self) -> bool:

@@ -59,10 +59,11 @@ class Engine(AdminOps, KeyOps, TopicOps, ObserveOps):
             self.catalog.put(info)
         return info
 
-    @serialized
     def list_queues(self) -> list[QueueInfo]:
-        with self.store.transaction() as conn:
-            return sorted(queues.load_queues(conn).values(), key=lambda q: q.name)
+        """Every queue by name (on the replica if any: a queue created a moment ago may be
+        missing there; ``get_queue`` reads the catalog, always current)."""
+        found = self._read_stale(queues.load_queues)
+        return sorted(found.values(), key=lambda q: q.name)
 
     def get_queue(self, name: str) -> QueueInfo:
         return self._queue(name)

@@ -3,7 +3,8 @@ and freshness"), as an Engine mixin. No prometheus import: ``server/metrics.py``
 
 One ``observe()`` = a read probe plus ONE grouped SQL read of every retained row
 (``QUEUE_GAUGES_SQL``), both on the writer and stamped with one engine clock value, then
-the in-process measurements as they stand. A failed read is reported, never papered
+the in-process measurements as they stand (with a replica, ``MQLITE_DB_REPLICA``, the
+grouped read runs there first, off the writer). A failed read is reported, never papered
 over: the collection is ``unavailable`` with a bounded error code, ``queues`` is None,
 and the counters (which need no database) are still returned.
 """
@@ -14,9 +15,10 @@ import dataclasses
 import os
 import sqlite3
 import threading
-from collections.abc import Sequence
-from contextlib import suppress
+from collections.abc import Callable, Sequence
+from contextlib import AbstractContextManager, suppress
 from time import perf_counter
+from typing import Any
 
 from mqlite import errors
 from mqlite.engine import diagnostics
@@ -43,15 +45,20 @@ SELECT queue, NULL, state, COUNT(*), MIN(enqueued_at) FROM messages GROUP BY que
 # write, delivery or integrity).
 READ_PROBE_SQL = "SELECT count(*) FROM meta"
 
+# The grouped scan's rows (None when the read failed), its duration, its error code.
+Collected = tuple[list[tuple[object, ...]] | None, float, str]
+
 
 class ObserveOps(EngineCore):
     """``observe()`` and the pieces it reads."""
 
     def observe(self) -> o.Observation:
         """The canonical observation; the HTTP domain is ``not_applicable`` here (the
-        server fills it in) and ``access`` is ``embedded``."""
+        server fills it in) and ``access`` is ``embedded``. With a replica
+        (``read_replica.py``) the grouped scan runs there, off the writer."""
         pool = self._pool()
-        observed, rows = self._observe(pool)
+        collected = self._collect(self.replica.read) if self.replica is not None else None
+        observed, rows = self._observe(pool, collected)
         if rows is None:
             return observed
         # The pivot needs no database: done after the writer is released.
@@ -65,29 +72,52 @@ class ObserveOps(EngineCore):
         )
 
     def _pool(self) -> o.Pool:
-        """The one connection as a pool, sampled before the observation takes the writer:
-        in use while another caller holds the writer or waits for it."""
+        """The writer's one connection, plus the replica's when there is one, sampled
+        before the observation takes the writer: the writer is in use while another caller
+        holds it or waits for it."""
+        replica = self.replica
+        extra = (
+            o.Pool(
+                replica.size, replica.open, replica.in_use, 0, replica.waits, replica.wait_seconds
+            )
+            if replica is not None
+            else o.Pool(0, 0, 0, 0, 0, 0.0)
+        )
         if self.closed:
-            return o.Pool(1, 0, 0, 0, 0, 0.0)
-        me = threading.get_ident()
-        busy = int(self.writer.busy(excluding=me))
-        return o.Pool(1, 1, busy, 1 - busy, 0, 0.0)
+            return o.Pool(1 + extra.max_open, 0, 0, 0, 0, extra.wait_duration_seconds)
+        busy = int(self.writer.busy(excluding=threading.get_ident()))
+        opened, in_use = 1 + extra.open, busy + extra.in_use
+        return o.Pool(
+            1 + extra.max_open,
+            opened,
+            in_use,
+            opened - in_use,
+            extra.waits,
+            extra.wait_duration_seconds,
+        )
 
-    @serialized
-    def _observe(self, pool: o.Pool) -> tuple[o.Observation, list[tuple[object, ...]] | None]:
-        """Everything read under the writer: the probe, the grouped rows (None when the
-        read failed) and the in-process measurements, stamped with one clock value."""
-        now = self.clock.now_ms()
-        read_ok, latency = self._probe()
+    def _collect(self, reader: Callable[[], AbstractContextManager[Any]]) -> Collected:
+        """The grouped scan through ``reader`` (the replica's, or the writer's)."""
         started = perf_counter()
         rows: list[tuple[object, ...]] | None = None
-        error_code = ""
+        code = ""
         try:
-            with self.store.read() as conn:
+            with reader() as conn:
                 rows = conn.execute(QUEUE_GAUGES_SQL).fetchall()
         except (sqlite3.Error, errors.MQLiteError) as exc:
-            error_code = diagnostics.classify(exc)
-        duration = perf_counter() - started
+            code = diagnostics.classify(exc)
+        return rows, perf_counter() - started, code
+
+    @serialized
+    def _observe(
+        self, pool: o.Pool, collected: Collected | None
+    ) -> tuple[o.Observation, list[tuple[object, ...]] | None]:
+        """Everything read under the writer: the probe, the grouped rows (None when the
+        read failed; already ``collected`` on a replica) and the in-process measurements,
+        stamped with one clock value."""
+        now = self.clock.now_ms()
+        read_ok, latency = self._probe()
+        rows, duration, error_code = collected or self._collect(self.store.read)
         if rows is not None:
             self.last_collection_ms = now
         observed = o.Observation(
@@ -139,10 +169,10 @@ class ObserveOps(EngineCore):
         )
 
     def _operations(self) -> tuple[o.StorageOperation, ...]:
-        return tuple(
-            _operation(op, outcome, code, stats)
-            for (op, outcome, code), stats in self.storage_ops.stats.items()
-        )
+        with self.storage_ops.locked() as stats:  # replica reads record off the writer
+            return tuple(
+                _operation(op, outcome, code, s) for (op, outcome, code), s in stats.items()
+            )
 
 
 NORMAL_STATES = ("active", "locked", "deferred", "scheduled", "dead_lettered")

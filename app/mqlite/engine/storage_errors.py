@@ -11,6 +11,7 @@ from __future__ import annotations
 import sqlite3
 
 from mqlite import errors
+from mqlite.engine.remote import RemoteUnreachable
 
 # Primary result codes (the low byte of an extended code), sqlite.org/rescode.html.
 _SQLITE_PERM, _SQLITE_BUSY, _SQLITE_LOCKED, _SQLITE_READONLY = 3, 5, 6, 8
@@ -51,10 +52,16 @@ def category(exc: sqlite3.Error) -> str:
 
 def translate(exc: sqlite3.Error) -> errors.MQLiteError:
     """The error to raise in place of ``exc`` (``raise ... from exc``): ``StorageFull``
-    (503, retryable) for a full disk, else ``StorageError`` (500) with its category."""
+    (503, retryable) for a full disk, ``StorageUnreachable`` (503, retryable) for a remote
+    server that could not be reached, else ``StorageError`` (500) with its category."""
     cat = category(exc)
     err: errors.MQLiteError
-    if cat == "full":
+    if isinstance(exc, RemoteUnreachable):
+        err = errors.StorageUnreachable(
+            f"{exc}; nothing was committed (retry later: the remote store retried what "
+            "was safe to retry)"
+        )
+    elif cat == "full":
         err = errors.StorageFull(
             "the database's disk is full: nothing was written; consumers can still drain "
             "(retry later, or free disk space)"

@@ -78,6 +78,7 @@ class EmbeddedClient(EmbeddedMethods):
         disk_floor_bytes: int = defaults.DISK_FLOOR_BYTES,
         disk_reserve_bytes: int = defaults.DISK_RESERVE_BYTES,
         auth_token: str = "",
+        replica: str = "",
     ) -> None:
         if sync is None:
             sync = sync_from_env(os.environ)
@@ -89,6 +90,7 @@ class EmbeddedClient(EmbeddedMethods):
             dlq_defaults=DLQBounds(dlq_max_age_ms, dlq_max_count, dlq_max_bytes),
             disk=DiskLimits(disk_floor_bytes, disk_reserve_bytes),
             auth_token=auth_token,
+            replica=replica,
         )
         self._started_ms = self._engine.now_ms()
         if catch_up:
@@ -193,6 +195,7 @@ def open_embedded(
     disk_floor_bytes: int = defaults.DISK_FLOOR_BYTES,
     disk_reserve_bytes: int = defaults.DISK_RESERVE_BYTES,
     auth_token: str = "",
+    replica: str = "",
 ) -> EmbeddedClient:
     """Open (creating if needed) a broker database in this process.
 
@@ -208,6 +211,8 @@ def open_embedded(
     consumers can drain; ``disk_reserve_bytes``: a reserve file released when the disk
     fills anyway (0: none). Both apply to file databases only. ``auth_token``: the token
     of a remote libSQL DSN (``libsql://``, ``https://``, ``http://``); never logged.
+    ``replica``: the URL of a libSQL replica of that remote database: Peek, Stats, Observe
+    and ListQueues read there (stale by milliseconds), everything else on the primary.
     """
     return EmbeddedClient(
         dsn,
@@ -222,6 +227,7 @@ def open_embedded(
         disk_floor_bytes=disk_floor_bytes,
         disk_reserve_bytes=disk_reserve_bytes,
         auth_token=auth_token,
+        replica=replica,
     )
 
 

@@ -118,6 +118,7 @@ class BrokerApp:
             disk=DiskLimits(s.disk_floor_bytes, s.disk_reserve_bytes),
             auth_token=s.db_auth_token,
             checkpoint=s.checkpoint,
+            replica=s.db_replica,
         )
         self.runtime = Runtime(engine)
         self.replication = ReplicationProbe.from_env(
