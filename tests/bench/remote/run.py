@@ -203,6 +203,7 @@ def run(args: argparse.Namespace, tmp: Path) -> dict[str, Any]:
             "when": time.strftime("%Y-%m-%d %H:%M UTC", time.gmtime()),
             "loadavg": os.getloadavg(),
             "pids": pids,
+            "command": " ".join(["tests/bench/remote/run.py", *sys.argv[1:]]),
             "round_trip_us": rtt,
         },
         "cells": cells,
