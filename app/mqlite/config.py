@@ -114,6 +114,14 @@ def checkpoint_from_env(environ: Mapping[str, str]) -> str:
     return mode
 
 
+def remote_db_token(environ: Mapping[str, str]) -> str:
+    """The remote database's token: ``MQLITE_DB_AUTH_TOKEN``, the file named by
+    ``MQLITE_DB_AUTH_TOKEN_FILE`` (a container secret), or the systemd credential
+    ``mqlite-db-auth-token``; never logged, never in argv."""
+    value, _ = read_secret(environ, "MQLITE_DB_AUTH_TOKEN", "mqlite-db-auth-token")
+    return (value or "").strip()
+
+
 def read_secret(environ: Mapping[str, str], name: str, credential: str) -> tuple[str | None, str]:
     """``(value, source)`` of a secret: the variable ``name``, else the file named by
     ``name_FILE``, else systemd's ``$CREDENTIALS_DIRECTORY/credential``; ``source`` is what
@@ -260,6 +268,7 @@ class Settings:
         nbytes = _int(environ, "MQLITE_DLQ_MAX_BYTES", 0, minimum=0)
         addr = environ.get("MQLITE_ADDR", DEFAULT_ADDR)
         parse_addr(addr)
+        db_auth_token = remote_db_token(environ)
         replica = environ.get("MQLITE_DB_REPLICA", "").strip()
         db = environ.get("MQLITE_DB", "").strip() or DEFAULT_DB
         if replica and not _remote_url(db):
@@ -274,7 +283,7 @@ class Settings:
             raise ConfigError(f"MQLITE_LOG_LEVEL={level!r} is not DEBUG/INFO/WARNING/ERROR")
         return cls(
             db=db,
-            db_auth_token=environ.get("MQLITE_DB_AUTH_TOKEN", "").strip(),
+            db_auth_token=db_auth_token,
             db_replica=replica,
             sync=sync_from_env(environ),
             max_message_bytes=_int(

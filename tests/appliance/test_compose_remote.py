@@ -45,12 +45,7 @@ RUN_FLAGS = (
     ("--tmpfs", "/tmp"),
     ("--tmpfs", "/data:mode=0555"),
     ("-e", f"MQLITE_TOKENS_FILE={SECRETS}/mqlite-admin.token"),
-    ("--entrypoint", "sh"),
-)
-RUN_COMMAND = (
-    "-c",
-    f"read -r MQLITE_DB_AUTH_TOKEN <{SECRETS}/mqlite-db-auth.token; "
-    "export MQLITE_DB_AUTH_TOKEN; exec mqlite serve",
+    ("-e", f"MQLITE_DB_AUTH_TOKEN_FILE={SECRETS}/mqlite-db-auth.token"),
 )
 
 
@@ -195,7 +190,7 @@ def test_the_remote_stack_serves_from_sqld_with_no_broker_volume(
         # The compose healthchecks themselves (podman runs them on demand, no systemd).
         wait_for(f"{svc}'s healthcheck", partial(_healthcheck_passes, cname), 30)
     broker_env = inspect(containers["broker"])["Config"]["Env"]
-    assert not [e for e in broker_env if e.startswith("MQLITE_DB_AUTH_TOKEN")], broker_env
+    assert not [e for e in broker_env if e.startswith("MQLITE_DB_AUTH_TOKEN=")], broker_env
 
 
 def _docs_run_block() -> str:
@@ -215,7 +210,7 @@ def test_the_docker_run_variant_replaces_the_broker_on_the_same_data(
     admin = (secrets / "mqlite-admin.token").read_text().strip()
     jwt = (secrets / "mqlite-db-auth.token").read_text().strip()
     docs = _docs_run_block()
-    for flag in (*RUN_FLAGS, RUN_COMMAND):
+    for flag in RUN_FLAGS:
         assert " ".join(flag) in docs.replace("'", ""), flag  # the page runs what is tested
     wait_for("the broker on sqld /healthz", lambda: healthy(broker), 90)
     rpc = Rpc(broker, admin)
@@ -239,7 +234,7 @@ def test_the_docker_run_variant_replaces_the_broker_on_the_same_data(
         return [
             "--network", networks[0], *[a for f in RUN_FLAGS for a in f],
             *[a for m in mounts for a in ("-v", m)], "-e", "MQLITE_DB=http://sqld-primary:8080",
-            remote_stack["image"], *RUN_COMMAND,
+            remote_stack["image"],
         ]  # fmt: skip
 
     # A JWT signed by another key: refused by sqld, the broker exits, the token unlogged.

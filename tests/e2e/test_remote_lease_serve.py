@@ -5,6 +5,7 @@ in place of a SIGKILLed one keeps the broker's lease."""
 
 from __future__ import annotations
 
+import json
 import os
 import signal
 import time
@@ -80,3 +81,35 @@ def test_a_sigkilled_worker_is_replaced_and_its_successor_keeps_the_lease(
         assert conn.execute("SELECT holder FROM broker_lease").fetchone() == holder
     finally:
         conn.close()
+
+
+def test_serve_on_an_unreachable_remote_database_refuses_in_one_line(
+    broker_factory: BrokerFactory,
+) -> None:
+    """No worker traceback: the pre-flight names the (masked) database and why."""
+    from sqld_harness import free_port
+
+    proc, _, out, err, _, _ = broker_factory.spawn(
+        {"MQLITE_DB": f"http://127.0.0.1:{free_port()}", "MQLITE_DB_AUTH_TOKEN": "jwt-SECRET"}
+    )
+    try:
+        rc = proc.wait(timeout=30)
+    except Exception:
+        proc.kill()
+        raise
+    assert rc == 1
+    lines = err.read_text().strip().splitlines()
+    assert len(lines) == 1, lines
+    record = json.loads(lines[0])
+    assert "cannot start without its database" in record["msg"], record
+    assert "http://***:" in record["msg"]
+    assert "jwt-SECRET" not in err.read_text() + out.read_text()
+
+
+def test_the_startup_line_shows_the_remote_host_masked(
+    broker_factory: BrokerFactory, remote_dsn: str
+) -> None:
+    broker = broker_factory({"MQLITE_DB": remote_dsn})
+    listening = [line for line in broker.stdout().splitlines() if "listening on" in line]
+    assert listening and "db http://***:" in listening[0], listening
+    assert "127.0.0.1" not in json.loads(listening[0])["db"]

@@ -3,6 +3,8 @@ started once per session on loopback (``sqld_server`` in tests/conftest.py)."""
 
 from __future__ import annotations
 
+from typing import Any
+
 import pytest
 
 import mqlite
@@ -118,6 +120,20 @@ def test_auth_token_is_read_from_the_environment_and_never_in_repr() -> None:
     )
     assert s.db_auth_token == "jwt-SECRET"
     assert "jwt-SECRET" not in repr(s)
+
+
+def test_auth_token_is_read_from_a_secret_file_and_one_source_only(tmp_path: object) -> None:
+    from pathlib import Path
+
+    from mqlite.config import ConfigError
+
+    secret = Path(str(tmp_path)) / "db.token"
+    secret.write_text("jwt-FROM-FILE\n")
+    env = {"MQLITE_DB": "libsql://db.turso.io", "MQLITE_DB_AUTH_TOKEN_FILE": str(secret)}
+    assert Settings.from_env(env).db_auth_token == "jwt-FROM-FILE"
+    with pytest.raises(ConfigError, match="not both") as caught:
+        Settings.from_env({**env, "MQLITE_DB_AUTH_TOKEN": "jwt-other"})
+    assert "jwt-" not in str(caught.value)
 
 
 def test_unreachable_server_fails_fast_with_a_retryable_unavailable_storage_error(
@@ -324,3 +340,17 @@ def test_executemany_runs_the_rows_in_order_and_stops_at_the_first_failure_like_
     finally:
         local.close()
         remote.close()
+
+
+def test_a_peek_over_the_servers_response_limit_is_read_in_smaller_statements(
+    remote: object,
+) -> None:
+    """sqld sends a statement's whole result at once and refuses one over 10 MiB; a page
+    of twelve 1 MiB bodies (under the 32 MiB response budget) still comes back whole."""
+    mq: Any = remote
+    mq.create_queue("big", QueueConfig())
+    bodies = [bytes([i]) * (1 << 20) for i in range(12)]
+    for body in bodies:
+        mq.send_one("big", OutMessage(body=body))
+    page = mq.peek("big", max=100)
+    assert [m.body for m in page] == bodies

@@ -15,6 +15,7 @@ import mqlite
 from mqlite import defaults
 from mqlite.cli.endpoint import EndpointError, Target, resolve
 from mqlite.cli.output import Output
+from mqlite.config import remote_db_token
 
 
 class UsageError(Exception):
@@ -105,8 +106,8 @@ class Context:
                 self.target.dsn,
                 background=False,
                 catch_up=True,
-                # a remote libSQL DSN's token: from the environment only, never argv
-                auth_token=os.environ.get("MQLITE_DB_AUTH_TOKEN", "").strip(),
+                # a remote libSQL DSN's token: environment or secret file, never argv
+                auth_token=remote_db_token(os.environ),
             )
             self._embedded = self._client = client
         return self._embedded

@@ -36,7 +36,7 @@ from contextlib import suppress
 from datetime import UTC, datetime
 
 from mqlite import defaults, errors
-from mqlite.engine.remote import RemoteConnection, RemoteTarget
+from mqlite.engine.remote import RemoteConnection, RemoteTarget, RemoteUnreachable
 
 DDL = (
     "CREATE TABLE IF NOT EXISTS broker_lease ("
@@ -94,14 +94,28 @@ def held_by(where: str, holder: str, expires_at: int, now_ms: int) -> errors.DBL
 
 def check_free(target: RemoteTarget, auth_token: str, now_ms: int) -> None:
     """Read-only (``serve``'s pre-flight, before it forks a worker): ``DBLocked`` if any
-    broker's lease on the database is live. An unreachable server is left to the open."""
+    broker's lease on the database is live; ``StorageUnreachable`` if the server cannot
+    be reached (after the safe retries) and ``StorageError`` if it refuses the token, so
+    a broker that cannot start says why in one line instead of a worker's traceback."""
     conn = RemoteConnection(target, auth_token)
     try:
-        with suppress(sqlite3.Error):
-            if conn.execute("SELECT 1 FROM sqlite_master WHERE name = 'broker_lease'").fetchone():
+        try:
+            found = conn.execute("SELECT 1 FROM sqlite_master WHERE name = 'broker_lease'")
+            if found.fetchone():
                 row = conn.execute(_READ).fetchone()
                 if row is not None and int(row[1]) > now_ms:
                     raise held_by(target.masked, str(row[0]), int(row[1]), now_ms)
+        except RemoteUnreachable as exc:
+            raise errors.StorageUnreachable(
+                f"{exc}: the broker cannot start without its database"
+            ) from None
+        except sqlite3.OperationalError as exc:
+            if getattr(exc, "sqlite_errorcode", None) != 3:  # SQLITE_PERM: a refused token
+                return  # anything else is left to the open, which reports it
+            raise errors.StorageError(
+                f"{exc}: the server refused the credentials (check MQLITE_DB_AUTH_TOKEN)",
+                category="io",
+            ) from None
     finally:
         conn.close()
 

@@ -9,15 +9,23 @@ five index walks in id order; Stats counts each state on its index. Nothing here
 from __future__ import annotations
 
 import sqlite3
+from collections.abc import Iterator
 from contextlib import closing
+from typing import Any
 
 from mqlite import defaults
 from mqlite.engine.budget import encoded_size
+from mqlite.engine.remote import RemoteConnection, ResultTooLarge
 from mqlite.engine.rows import MESSAGE_COLUMNS, row_to_message
 from mqlite.errors import InvalidArgument, QueueNotFound
 from mqlite.types import Message, State, Stats
 
 _PAGE = "queue = :queue AND id >= :from_seq"
+
+# Rows per statement of a Peek on a remote store (halved while the server refuses the
+# result as too large): 64 small messages in one round trip, a page of 1 MiB bodies in
+# statements of 4 under sqld's default 10 MiB response limit.
+REMOTE_PEEK_ROWS = 64
 
 # One statement per state: the single state equality lets the planner seek that state's
 # partial index (queue, id) from ``from_seq`` and read rows already in id order.
@@ -105,15 +113,39 @@ def peek(
     page: list[Message] = []
     budget = 0
     params = {"queue": queue, "from_seq": from_seq, "max": max}
-    # Stream and close early: a page of large bodies must not be read past the budget.
-    with closing(conn.execute(sql, params)) as cursor:
-        for row in cursor:
-            message = row_to_message(row, peek=True)
-            page.append(message)
-            budget += encoded_size(message)
-            if budget >= defaults.RESPONSE_BYTE_BUDGET:
-                break
+    for row in _rows(conn, sql, params):
+        message = row_to_message(row, peek=True)
+        page.append(message)
+        budget += encoded_size(message)
+        if budget >= defaults.RESPONSE_BYTE_BUDGET:
+            break
     return page
+
+
+def _rows(conn: sqlite3.Connection, sql: str, params: dict[str, Any]) -> Iterator[tuple[Any, ...]]:
+    """The page's rows, read lazily so a page of large bodies stops at the budget: one
+    streamed cursor locally; on a remote store, which sends a statement's whole result at
+    once and refuses one over its response limit, chunks of ``REMOTE_PEEK_ROWS`` rows that
+    halve when the server refuses one (``ResultTooLarge``)."""
+    if not isinstance(conn, RemoteConnection):
+        with closing(conn.execute(sql, params)) as cursor:
+            yield from cursor
+        return
+    chunk, left, start = REMOTE_PEEK_ROWS, int(params["max"]), int(params["from_seq"])
+    while left > 0:
+        want = min(chunk, left)
+        try:
+            rows = conn.execute(sql, {**params, "from_seq": start, "max": want}).fetchall()
+        except ResultTooLarge:
+            if chunk == 1:
+                raise  # one row over the server's limit: nothing smaller to ask for
+            chunk //= 2
+            continue
+        yield from rows
+        if len(rows) < want:
+            return
+        left -= len(rows)
+        start = int(rows[-1][0]) + 1  # MESSAGE_COLUMNS starts with id
 
 
 def stats(conn: sqlite3.Connection, now_ms: int, queue: str) -> Stats:

@@ -85,6 +85,12 @@ class RemoteUnreachable(sqlite3.OperationalError):
     sqlite_errorcode = 10  # SQLITE_IOERR: classified as an ``io`` storage failure
 
 
+class ResultTooLarge(sqlite3.OperationalError):
+    """The server refused to send a statement's result over its response limit (sqld:
+    ``--max-response-size``, 10 MiB by default): a read that may ask again for fewer rows
+    (Peek does, ``peek.py``)."""
+
+
 @dataclass(frozen=True, slots=True)
 class RemoteTarget:
     url: str  # as given to the client (no query string: an authToken there is refused)
@@ -183,7 +189,9 @@ def _translate(failure: StatementError) -> sqlite3.Error:
     """The server's statement error as the ``sqlite3`` exception a local file raises."""
     code = failure.code
     exc: sqlite3.Error
-    if code.startswith("SQLITE_CONSTRAINT"):
+    if "Response is too large" in str(failure):
+        exc = ResultTooLarge(f"the result is over the server's response limit: {failure}")
+    elif code.startswith("SQLITE_CONSTRAINT"):
         exc = sqlite3.IntegrityError(str(failure).removeprefix("SQLite error: "))
     else:
         exc = sqlite3.OperationalError(str(failure).removeprefix("SQLite error: "))

@@ -20,7 +20,7 @@ from gunicorn.app.base import BaseApplication
 from mqlite import defaults, errors
 from mqlite.config import Settings
 from mqlite.engine.lease import name_this_broker
-from mqlite.engine.store import check_lock_free
+from mqlite.engine.store import check_lock_free, parse_dsn
 from mqlite.server import diagnostic_log, jsonlog
 from mqlite.server.bindcheck import bind_problem, display
 from mqlite.version import VERSION as __version__
@@ -155,5 +155,9 @@ def banner(settings: Settings) -> None:
 
 
 def _safe_db(dsn: str) -> str:
-    """The DSN without a query string (which could carry credentials)."""
-    return dsn.split("?", 1)[0]
+    """The DSN without a query string (which could carry credentials); a remote server's
+    host masked as Status shows it."""
+    try:
+        return parse_dsn(dsn).shown
+    except errors.MQLiteError:
+        return dsn.split("?", 1)[0]
