@@ -59,6 +59,10 @@ REMOTE_TIMEOUT_S = 10.0
 # (engine/remote.py) and only while the first attempt's REMOTE_TIMEOUT_S lasts: a
 # refused connection fails the call after ~1 s, a stalled server within 2 timeouts.
 REMOTE_RETRY_BACKOFF_S = (0.05, 0.2, 0.8)
+# After a call spent those retries on a server that refused every connection, later calls
+# in this window fail at once instead of each paying ~1 s of pauses (on the one writer,
+# callers in line would wait that long each): an outage is answered in ~1 s, not N.
+REMOTE_FAIL_FAST_S = 1.0
 # Read scale-out (MQLITE_DB_REPLICA): connections to the replica beside the one writer's,
 # so the remote store's pool is 4 connections, as the spec's internals §3 has it.
 REPLICA_CONNECTIONS = 3

@@ -25,7 +25,7 @@ from typing import Any
 
 import httpx
 import pytest
-from e2e_support import E2E_STORE, RPC, Broker, BrokerFactory, assert_error, b64
+from e2e_support import RPC, Broker, BrokerFactory, assert_error, b64
 
 from mqlite import defaults
 
@@ -335,14 +335,6 @@ def test_eight_concurrent_29_mb_sends_are_answered_with_flat_memory(
 # -- 4. the response budget -----------------------------------------------------------------
 
 
-@pytest.mark.xfail(
-    E2E_STORE == "libsql",
-    strict=True,
-    reason="open defect (issue 16): sqld refuses a statement result over its "
-    "--max-response-size (10 MiB by default) and Peek fetches its up to 1000 rows in one "
-    "statement (64 MiB of metadata here; the 32 MiB response budget is applied after the "
-    "fetch): a 500 'Response is too large' instead of a page",
-)
 def test_a_peek_of_maximal_metadata_stays_within_the_response_budget(broker: Broker) -> None:
     q = broker.create_queue()
     # The largest legal metadata: 16 properties of 4,000 bytes (64 KiB per message).

@@ -190,3 +190,41 @@ def test_the_observation_counts_safe_retries_within_the_operation(
         assert retried == {("transaction", "ok"): 1}
     finally:
         mq.close()
+
+
+def test_after_the_retries_met_a_down_server_calls_fail_at_once_for_a_moment(
+    sqld_server: Sqld,
+) -> None:
+    """Callers in line on the one writer must not each pay the whole backoff during an
+    outage: for REMOTE_FAIL_FAST_S after a call spent its retries on refused connects,
+    calls fail without retrying; then one call tries again with the whole backoff."""
+    from sqld_harness import free_port
+
+    now = [1000.0]
+    pauses: list[float] = []
+
+    def sleep(seconds: float) -> None:
+        pauses.append(seconds)
+        now[0] += seconds
+
+    conn = RemoteConnection(
+        parse_remote(f"http://127.0.0.1:{free_port()}"),
+        "",
+        timeout_s=2.0,
+        sleep=sleep,
+        monotonic=lambda: now[0],
+    )
+    try:
+        backoff = list(defaults.REMOTE_RETRY_BACKOFF_S)
+        with pytest.raises(RemoteUnreachable):
+            conn.execute("SELECT 1")
+        assert pauses == backoff
+        with pytest.raises(RemoteUnreachable):
+            conn.execute("SELECT 1")
+        assert pauses == backoff  # failed at once
+        now[0] += defaults.REMOTE_FAIL_FAST_S
+        with pytest.raises(RemoteUnreachable):
+            conn.execute("SELECT 1")
+        assert pauses == backoff * 2  # the window is over: the whole backoff again
+    finally:
+        conn.close()

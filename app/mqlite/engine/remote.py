@@ -27,7 +27,10 @@ where the engine relies on it (``execute``/``executemany``, a cursor with ``fetc
   survives it), and, when the answer was lost or was a 5xx, a ``SELECT`` or ``BEGIN``
   outside a transaction (a fresh stream: nothing to apply twice). Never a lost answer of
   a write, of a statement inside a transaction, or of a ``COMMIT`` (the store makes that
-  ``OutcomeUnknown``). ``retries`` counts the attempts, for the observation.
+  ``OutcomeUnknown``). ``retries`` counts the attempts, for the observation. Once a call
+  spent its retries on refused connections, calls fail at once without retrying for
+  ``defaults.REMOTE_FAIL_FAST_S`` (the server is down: callers in line on the writer
+  would each wait the whole backoff).
 """
 
 from __future__ import annotations
@@ -243,9 +246,12 @@ class RemoteConnection:
         *,
         timeout_s: float | None = None,
         sleep: Callable[[float], None] = time.sleep,
+        monotonic: Callable[[], float] = time.monotonic,
     ) -> None:
         self.target = target
         self._sleep = sleep  # the retries' pause (a test substitutes its own)
+        self._monotonic = monotonic
+        self._fail_fast_until = 0.0  # no retries of unsent requests before this
         self.retries = 0  # safe retry attempts so far (measured_store reads the delta)
         self._auth_token = auth_token  # never logged, never in a message
         if timeout_s is None:
@@ -283,16 +289,20 @@ class RemoteConnection:
         keep = verb.startswith(("BEGIN", "SAVEPOINT")) or (self.in_transaction and not ends)
         # A lost answer may be retried only where running it twice changes nothing.
         idempotent = not self.in_transaction and verb.startswith(("SELECT", "BEGIN"))
-        deadline = time.monotonic() + self._timeout_s
+        deadline = self._monotonic() + self._timeout_s
         attempt = 0
         while True:
             try:
                 outcome, autocommit = call(keep)
+                self._fail_fast_until = 0.0
                 break
             except TransportError as exc:
-                pause = _backoff(attempt)
+                now = self._monotonic()
+                pause = None if now < self._fail_fast_until else _backoff(attempt)
                 safe = idempotent or not exc.sent
-                if not safe or pause is None or time.monotonic() + pause > deadline:
+                if not safe or pause is None or now + pause > deadline:
+                    if not exc.sent and attempt:  # the retries met a server that is down
+                        self._fail_fast_until = now + defaults.REMOTE_FAIL_FAST_S
                     self.in_transaction = False
                     self._client.drop()  # a stream whose fate is unknown is never reused
                     raise RemoteUnreachable(
