@@ -267,16 +267,21 @@ def seed(open_mq: Any, stages: list[str], n: int) -> list[bytes]:
     return bodies
 
 
-def kill_cycles(script: Path, dsn: str, stages: list[str], cycles: int) -> int:
-    """SIGKILL the consumer at random moments ``cycles`` times, then let it drain. A
-    killed consumer leaves its lease on a remote store (engine/lease.py): each next one
-    runs one lease later on the wall clock, as a restart after the expiry would."""
+def kill_cycles(script: Path, dsn: str, stages: list[str], cycles: int, refill: Any = None) -> int:
+    """SIGKILL the consumer at random moments ``cycles`` times, then let it drain. A child
+    that drained before its kill left nothing to interrupt: ``refill()`` (if given) sends
+    more input so the cycles go on however fast the machine is. A killed consumer leaves
+    its lease on a remote store (engine/lease.py): each next one runs one lease later on
+    the wall clock, as a restart after the expiry would."""
     rng = random.Random(16)
     killed = 0
     while killed < cycles:
         later = killed * defaults.LEASE_TTL_MS
         if run_child(script, dsn, stages, kill_after_s=rng.uniform(0.3, 0.7), offset_ms=later):
-            break  # drained before the kill: nothing left to interrupt
+            if refill is None:
+                break
+            refill()
+            continue
         killed += 1
     later = killed * defaults.LEASE_TTL_MS
     assert run_child(script, dsn, stages, kill_after_s=None, offset_ms=later)
@@ -299,7 +304,15 @@ def test_16_6_sigkill_inside_the_block_processes_every_message_exactly_once(
     script = tmp_path / "inbox_child.py"
     script.write_text(CHILD)
     bodies = seed(open_mq, ["in"], 3000)
-    killed = kill_cycles(script, dsn, ["in"], cycles=30)
+
+    def refill() -> None:
+        more = [b"m-%04d" % i for i in range(len(bodies), len(bodies) + 1000)]
+        mq = open_mq()
+        mq.send("in", [OutMessage(body=b) for b in more])
+        mq.close()
+        bodies.extend(more)
+
+    killed = kill_cycles(script, dsn, ["in"], cycles=30, refill=refill)
     assert killed >= 30
     rows = done_rows(open_mq)
     assert Counter(b for _, b in rows) == Counter(bodies)  # each row exactly once, all there

@@ -9,8 +9,10 @@ rather than emulated with a loop that would measure something else.
 
 from __future__ import annotations
 
+import asyncio
 import time
 from pathlib import Path
+from typing import Any
 
 
 class Side:
@@ -56,6 +58,18 @@ class Side:
         """One producer sending n single messages while one consumer receives and
         acknowledges them (``pair``)."""
         raise NotImplementedError
+
+
+class AsyncSide(Side):
+    """A system driven by an asyncio client: one event loop per side, every workload run
+    to completion on it (the runner itself is synchronous)."""
+
+    def __init__(self, server: Any) -> None:
+        self.server = server
+        self.loop = asyncio.new_event_loop()
+
+    def _run(self, coro: Any) -> Any:
+        return self.loop.run_until_complete(coro)
 
 
 def timed_each(n: int, op: object) -> list[float]:

@@ -7,25 +7,17 @@ from __future__ import annotations
 import asyncio
 import secrets
 from pathlib import Path
-from typing import Any
 
-from side import Side, timed_each
+from side import AsyncSide, timed_each
 
 import mqlite.aio
 from mqlite import OutMessage, QueueConfig
 
 
-class MqliteHttpAio(Side):
+class MqliteHttpAio(AsyncSide):
     name = "mqlite-http-aio"
     batch = True
     durability = "WAL, synchronous=NORMAL (mqlite serve's default)"
-
-    def __init__(self, server: Any) -> None:
-        self.server = server
-        self.loop = asyncio.new_event_loop()
-
-    def _run(self, coro: Any) -> Any:
-        return self.loop.run_until_complete(coro)
 
     def open(self, workdir: Path, cell: str) -> None:
         self.queue = f"{cell}-{secrets.token_hex(4)}"

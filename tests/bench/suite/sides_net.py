@@ -20,7 +20,7 @@ import secrets
 from pathlib import Path
 from typing import Any
 
-from side import Side, pair, timed_each
+from side import AsyncSide, Side, pair, timed_each
 
 
 class RedisStreams(Side):
@@ -91,17 +91,10 @@ class RedisStreams(Side):
         pair(n, produce, consume_some)
 
 
-class RabbitMq(Side):
+class RabbitMq(AsyncSide):
     name = "rabbitmq"
     batch = True
     durability = "durable classic queue, persistent messages, publisher confirms"
-
-    def __init__(self, server: Any) -> None:
-        self.server = server
-        self.loop = asyncio.new_event_loop()
-
-    def _run(self, coro: Any) -> Any:
-        return self.loop.run_until_complete(coro)
 
     def open(self, workdir: Path, cell: str) -> None:
         import aio_pika
@@ -189,17 +182,10 @@ class RabbitMq(Side):
         self._run(asyncio.wait_for(go(), 300))
 
 
-class NatsJetStream(Side):
+class NatsJetStream(AsyncSide):
     name = "nats-js"
     batch = True
     durability = "JetStream file storage; PubAck after the write (fsync left to the OS)"
-
-    def __init__(self, server: Any) -> None:
-        self.server = server
-        self.loop = asyncio.new_event_loop()
-
-    def _run(self, coro: Any) -> Any:
-        return self.loop.run_until_complete(coro)
 
     def open(self, workdir: Path, cell: str) -> None:
         import nats
