@@ -13,7 +13,7 @@ import sys
 import textwrap
 from typing import Any
 
-from mqlite.server.jsonlog import rfc3339_ms
+from mqlite.jsonlines import rfc3339_ms
 
 PROGRAM = textwrap.dedent(
     """

@@ -2,39 +2,19 @@
 
 stdout is the protocol on stdio, so nothing else may ever write there: every handler
 goes to stderr. Each line is ``{"time", "level", "logger", "msg", "pid", ...fields}``,
-``time`` RFC 3339 UTC to the millisecond, as ``mqlite serve`` writes them (its formatter
-lives in the server package, which this one must not import). Never a token, an
-argument or a result: ``forward`` logs names, codes and durations only.
+``time`` RFC 3339 UTC to the millisecond, as ``mqlite serve`` writes them (the shape is
+``mqlite/jsonlines.py``, shared with the server package, which this one must not
+import). Never a token, an argument or a result: ``forward`` logs names, codes and
+durations only.
 """
 
 from __future__ import annotations
 
 import logging
 import sys
-import time
 from typing import TextIO
 
-from pythonjsonlogger.json import JsonFormatter
-
-FIELDS = "%(asctime)s %(levelname)s %(name)s %(message)s %(process)d"
-RENAMES = {
-    "asctime": "time",
-    "levelname": "level",
-    "name": "logger",
-    "message": "msg",
-    "process": "pid",
-}
-
-
-class LineFormatter(JsonFormatter):
-    """``{"time", "level", "logger", "msg", "pid", ...}``; ``time`` in RFC 3339 UTC."""
-
-    def __init__(self) -> None:
-        super().__init__(FIELDS, rename_fields=RENAMES)
-
-    def formatTime(self, record: logging.LogRecord, datefmt: str | None = None) -> str:
-        second, millis = divmod(int(record.created * 1000), 1000)
-        return time.strftime("%Y-%m-%dT%H:%M:%S", time.gmtime(second)) + f".{millis:03d}Z"
+from mqlite.jsonlines import LineFormatter
 
 
 def install(level: int = logging.INFO, stream: TextIO | None = None) -> None:

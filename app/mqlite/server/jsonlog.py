@@ -23,42 +23,25 @@ from __future__ import annotations
 import logging
 import sys
 import threading
-import time
 from types import TracebackType
 from typing import Any, TextIO, cast
 
 from gunicorn import glogging
 from pythonjsonlogger.core import RESERVED_ATTRS
-from pythonjsonlogger.json import JsonFormatter
 
-FIELDS = "%(asctime)s %(levelname)s %(name)s %(message)s %(process)d"
-RENAMES = {
-    "asctime": "time",
-    "levelname": "level",
-    "name": "logger",
-    "message": "msg",
-    "process": "pid",
-}
+from mqlite import jsonlines
+
 # uvicorn adds an ANSI-coloured copy of some messages for terminals: not for a log shipper.
 DROPPED = (*RESERVED_ATTRS, "color_message")
 # What every line LineFormatter writes starts with: ForeignLines lets these through as is.
 OWN_PREFIX = '{"time": "'
 
 
-def rfc3339_ms(epoch_ms: int) -> str:
-    """``2026-12-01T07:26:54.318Z``: UTC, millisecond precision."""
-    second, millis = divmod(epoch_ms, 1000)
-    return time.strftime("%Y-%m-%dT%H:%M:%S", time.gmtime(second)) + f".{millis:03d}Z"
-
-
-class LineFormatter(JsonFormatter):
-    """``{"time", "level", "logger", "msg", "pid", ...}``; ``time`` in RFC 3339 UTC."""
+class LineFormatter(jsonlines.LineFormatter):
+    """The shared line shape (``mqlite/jsonlines.py``) without uvicorn's coloured copy."""
 
     def __init__(self) -> None:
-        super().__init__(FIELDS, rename_fields=RENAMES, reserved_attrs=DROPPED)
-
-    def formatTime(self, record: logging.LogRecord, datefmt: str | None = None) -> str:
-        return rfc3339_ms(int(record.created * 1000))
+        super().__init__(reserved_attrs=DROPPED)
 
 
 FORMATTER = LineFormatter()

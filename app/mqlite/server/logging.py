@@ -31,7 +31,8 @@ from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
 from mqlite.clock import SYSTEM_CLOCK
 from mqlite.defaults import LOG_FIELD_MAX_CHARS
-from mqlite.server.jsonlog import FORMATTER, raw, rfc3339_ms
+from mqlite.jsonlines import rfc3339_ms
+from mqlite.server.jsonlog import FORMATTER, raw
 
 access_log = logging.getLogger("mqlite.access")
 
