@@ -173,7 +173,8 @@ def parse_addr(addr: str, *, name: str = "MQLITE_ADDR") -> tuple[str, int]:
 
 def _remote_url(dsn: str) -> bool:
     """A libSQL server's URL (the schemes engine/remote.py accepts)."""
-    return dsn.split("://", 1)[0].lower() in ("libsql", "https", "http") and "://" in dsn
+    scheme, sep, _ = dsn.partition("://")
+    return bool(sep) and scheme.lower() in defaults.REMOTE_DB_SCHEMES
 
 
 def is_loopback(host: str) -> bool:

@@ -55,6 +55,10 @@ BUSY_TIMEOUT_MS = 5_000
 # A remote libSQL server must answer each exchange (connect, send, each read) within this:
 # a stalled server fails the call (a storage "io" error; a COMMIT's is outcome_unknown).
 REMOTE_TIMEOUT_S = 10.0
+# DSN schemes of a remote libSQL server (engine/remote.py; config.py checks
+# MQLITE_DB_REPLICA against them): Turso's libsql:// (TLS), https://, and http:// for a
+# self-hosted sqld on a trusted network.
+REMOTE_DB_SCHEMES = ("libsql", "https", "http")
 # Transient remote failures are retried after these pauses, only where that is safe
 # (engine/remote.py) and only while the first attempt's REMOTE_TIMEOUT_S lasts: a
 # refused connection fails the call after ~1 s, a stalled server within 2 timeouts.

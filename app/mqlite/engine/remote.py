@@ -54,9 +54,9 @@ from mqlite.engine.hrana import (
     TransportError,
 )
 
-# DSN schemes of a remote libSQL server: Turso's libsql:// (TLS), https://, and http://
-# for a self-hosted sqld on a trusted network. ws(s):// is the legacy WebSocket Hrana.
-REMOTE_SCHEMES = frozenset({"libsql", "http", "https"})
+# DSN schemes of a remote libSQL server (defaults.REMOTE_DB_SCHEMES); ws(s):// is the
+# legacy WebSocket Hrana, refused with a message.
+REMOTE_SCHEMES = frozenset(defaults.REMOTE_DB_SCHEMES)
 REFUSED_SCHEMES = frozenset({"ws", "wss"})
 # Primary result codes (sqlite.org/rescode.html) of the server's error names, so the
 # engine classifies a remote failure as a local one (busy, full, io, corrupt, ...).
