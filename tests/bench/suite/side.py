@@ -60,12 +60,26 @@ class Side:
         raise NotImplementedError
 
 
-class AsyncSide(Side):
+class ServerSide(Side):
+    """A system whose broker is a process of its own (``servers.Server``): its processes
+    and data directory are what the cell measures."""
+
+    def __init__(self, server: Any) -> None:
+        self.server = server
+
+    def broker_pids(self) -> list[int]:
+        return self.server.pids()  # type: ignore[no-any-return]
+
+    def data_paths(self) -> list[Path]:
+        return [self.server.data]
+
+
+class AsyncSide(ServerSide):
     """A system driven by an asyncio client: one event loop per side, every workload run
     to completion on it (the runner itself is synchronous)."""
 
     def __init__(self, server: Any) -> None:
-        self.server = server
+        super().__init__(server)
         self.loop = asyncio.new_event_loop()
 
     def _run(self, coro: Any) -> Any:

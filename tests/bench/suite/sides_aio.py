@@ -40,12 +40,6 @@ class MqliteHttpAio(AsyncSide):
 
         self._run(go())
 
-    def broker_pids(self) -> list[int]:
-        return self.server.pids()
-
-    def data_paths(self) -> list[Path]:
-        return [self.server.data]
-
     def produce_1(self, n: int, body: bytes) -> list[float]:
         msg = OutMessage(body=body)
         return timed_each(n, lambda: self._run(self.client.send_one(self.queue, msg)))

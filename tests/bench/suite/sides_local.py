@@ -18,7 +18,7 @@ from pathlib import Path
 from typing import Any
 
 import workloads
-from side import IDLE_S, Side, pair, timed_each
+from side import IDLE_S, ServerSide, Side, pair, timed_each
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))  # engine_bench.py
 
@@ -366,16 +366,13 @@ class LiteQueue(Side):
         pair(n, produce, consume_some)
 
 
-class MqliteHttpSdk(ManyMixin, Side):
+class MqliteHttpSdk(ManyMixin, ServerSide):
     """mqlite over HTTP as a user drives it: ``mqlite.connect(...)`` (the sync SDK on
     http.client) against the ``mqlite serve`` the runner started."""
 
     name = "mqlite-http-sdk"
     batch = True
     durability = "WAL, synchronous=NORMAL (mqlite serve's default)"
-
-    def __init__(self, server: Any) -> None:
-        self.server = server
 
     def open(self, workdir: Path, cell: str) -> None:
         self.queue = f"{cell}-{secrets.token_hex(4)}"
@@ -397,12 +394,6 @@ class MqliteHttpSdk(ManyMixin, Side):
         self.client.delete_queue(self.queue)
         for client in [self.client, *self.extra]:
             client.close()
-
-    def broker_pids(self) -> list[int]:
-        return self.server.pids()
-
-    def data_paths(self) -> list[Path]:
-        return [self.server.data]
 
     def produce_1(self, n: int, body: bytes) -> list[float]:
         msg = OutMessage(body=body)

@@ -20,14 +20,14 @@ import secrets
 from pathlib import Path
 from typing import Any
 
-from side import AsyncSide, Side, pair, timed_each
+from side import AsyncSide, ServerSide, Side, pair, timed_each
 
 
-class RedisStreams(Side):
+class RedisStreams(ServerSide):
     batch = True
 
     def __init__(self, server: Any) -> None:
-        self.server = server
+        super().__init__(server)
         self.name = server.name.replace("redis-aof-", "redis-")
         fsync = server.name.rsplit("-", 1)[1]
         self.durability = f"AOF appendfsync {fsync}, no RDB; XADD acknowledged on reply"
@@ -42,12 +42,6 @@ class RedisStreams(Side):
     def close(self) -> None:
         self.r.delete(self.key)
         self.r.close()
-
-    def broker_pids(self) -> list[int]:
-        return self.server.pids()
-
-    def data_paths(self) -> list[Path]:
-        return [self.server.data]
 
     def produce_1(self, n: int, body: bytes) -> list[float]:
         fields = {"b": body}
@@ -114,12 +108,6 @@ class RabbitMq(AsyncSide):
             await self.conn.close()
 
         self._run(go())
-
-    def broker_pids(self) -> list[int]:
-        return self.server.pids()
-
-    def data_paths(self) -> list[Path]:
-        return [self.server.data]
 
     def _message(self, body: bytes) -> Any:
         import aio_pika
@@ -207,12 +195,6 @@ class NatsJetStream(AsyncSide):
             await self.nc.close()
 
         self._run(go())
-
-    def broker_pids(self) -> list[int]:
-        return self.server.pids()
-
-    def data_paths(self) -> list[Path]:
-        return [self.server.data]
 
     def produce_1(self, n: int, body: bytes) -> list[float]:
         return timed_each(n, lambda: self._run(self.js.publish(self.subject, body)))
