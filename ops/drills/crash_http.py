@@ -13,7 +13,6 @@ message id may appear twice.
 from __future__ import annotations
 
 import argparse
-import os
 import random
 import shlex
 import subprocess
@@ -81,11 +80,8 @@ class Producers:
 def wait_healthy(url: str, deadline_s: float = 60.0) -> float:
     began = time.monotonic()
     while time.monotonic() - began < deadline_s:
-        try:
-            if httpx.get(url + "/healthz", timeout=1.0).status_code == 200:
-                return time.monotonic() - began
-        except httpx.HTTPError:
-            pass
+        if drillkit.healthy(url):
+            return time.monotonic() - began
         time.sleep(0.05)
     raise drillkit.DrillError(f"{url} did not come back within {deadline_s} s")
 
@@ -93,16 +89,11 @@ def wait_healthy(url: str, deadline_s: float = 60.0) -> float:
 def http_phase(
     report: drillkit.Report, args: argparse.Namespace, work: Path, rng: random.Random
 ) -> None:
-    broker: drillkit.Broker | drill_container.ContainerBroker | None = None
-    if args.endpoint:
-        if not args.kill_cmd:
-            raise drillkit.DrillError("--endpoint needs --kill-cmd (how to SIGKILL the broker)")
-        url, token = args.endpoint.rstrip("/"), os.environ.get("MQLITE_TOKEN", "")
-    else:
-        broker = drill_container.broker(args.image, work / "serve.db", work)
-        broker.start()
-        report.figure("http_broker", broker.describe())
-        url, token = broker.url, broker.token
+    if args.endpoint and not args.kill_cmd:
+        raise drillkit.DrillError("--endpoint needs --kill-cmd (how to SIGKILL the broker)")
+    broker, url, token = drill_container.endpoint_or_broker(
+        report, args, work / "serve.db", work, "http_broker"
+    )
     with mqlite.connect(url, token) as admin:
         if QUEUE not in {q.name for q in admin.list_queues()}:
             admin.create_queue(QUEUE, mqlite.QueueConfig(dedup_window_ms=3_600_000))

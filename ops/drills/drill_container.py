@@ -14,6 +14,7 @@ reach podman unchanged (on the CI machine it selects runc, ops/ci/containers.con
 
 from __future__ import annotations
 
+import argparse
 import atexit
 import json
 import os
@@ -26,7 +27,6 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 import drillkit
-import httpx
 
 
 def engine_env() -> dict[str, str]:
@@ -126,11 +126,8 @@ class ContainerBroker:
                 raise drillkit.DrillError(
                     f"the container exited {state.get('ExitCode')}: {self.log_tail()}"
                 )
-            try:
-                if httpx.get(self.url + "/healthz", timeout=1.0).status_code == 200:
-                    return time.monotonic() - began
-            except httpx.HTTPError:
-                pass
+            if drillkit.healthy(self.url):
+                return time.monotonic() - began
             time.sleep(0.1)
         self.kill()
         raise drillkit.DrillError(f"{self.name} did not answer /healthz in time")
@@ -156,12 +153,9 @@ class ContainerBroker:
         os.kill(pid, signal.SIGKILL)
         deadline = began + drillkit.STARTUP_DEADLINE_S * 2
         while time.monotonic() < deadline:
-            if self.state_restarts() > restarts and self.main_pid not in (None, pid):
-                try:
-                    if httpx.get(self.url + "/healthz", timeout=1.0).status_code == 200:
-                        return time.monotonic() - began
-                except httpx.HTTPError:
-                    pass
+            restarted = self.state_restarts() > restarts and self.main_pid not in (None, pid)
+            if restarted and drillkit.healthy(self.url):
+                return time.monotonic() - began
             time.sleep(0.1)
         raise drillkit.DrillError(f"{self.name} was not restarted by its restart policy")
 
@@ -204,3 +198,17 @@ class ContainerBroker:
 def broker(image: str, db: Path, logdir: Path) -> drillkit.Broker | ContainerBroker:
     """The drill's broker: ``--image`` as a container, else a ``mqlite serve`` process."""
     return ContainerBroker(image, db, logdir) if image else drillkit.Broker(db, logdir)
+
+
+def endpoint_or_broker(
+    report: drillkit.Report, args: argparse.Namespace, db: Path, logdir: Path, label: str
+) -> tuple[drillkit.Broker | ContainerBroker | None, str, str]:
+    """``(broker, url, token)`` the drill runs against: ``--endpoint`` (its token from
+    MQLITE_TOKEN; no broker of ours), else one it starts on ``db`` (``broker``), named in
+    the report under ``label``."""
+    if args.endpoint:
+        return None, args.endpoint.rstrip("/"), os.environ.get("MQLITE_TOKEN", "")
+    started = broker(args.image, db, logdir)
+    started.start()
+    report.figure(label, started.describe())
+    return started, started.url, started.token

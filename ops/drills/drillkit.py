@@ -123,6 +123,15 @@ def run_drill(name: str, body: Any, args: argparse.Namespace) -> int:
     return report.finish()
 
 
+def healthy(url: str) -> bool:
+    """``/healthz`` of the broker at ``url`` answers 200 now (a refused or slow answer is
+    False: the callers poll it until their own deadline)."""
+    try:
+        return httpx.get(url + "/healthz", timeout=1.0).status_code == 200
+    except httpx.HTTPError:
+        return False
+
+
 def free_port() -> int:
     with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as s:
         s.bind(("127.0.0.1", 0))
@@ -179,11 +188,8 @@ class Broker:
         while time.monotonic() < deadline:
             if self.proc.poll() is not None:
                 raise DrillError(f"the broker exited {self.proc.returncode}: {self.log_tail()}")
-            try:
-                if httpx.get(self.url + "/healthz", timeout=1.0).status_code == 200:
-                    return time.monotonic() - began
-            except httpx.HTTPError:
-                pass
+            if healthy(self.url):
+                return time.monotonic() - began
             time.sleep(0.05)
         self.kill()
         raise DrillError(f"the broker did not answer /healthz in {STARTUP_DEADLINE_S} s")

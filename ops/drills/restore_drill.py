@@ -49,6 +49,17 @@ def mqlite_cli(*argv: str, db: Path | None = None) -> subprocess.CompletedProces
     )
 
 
+def check_cli(
+    report: drillkit.Report, what: str, command: str, done: subprocess.CompletedProcess[str]
+) -> None:
+    """One report line for a CLI step (its first line of output); a failed step ends the
+    drill, since what follows needs its result."""
+    text = (done.stdout or done.stderr).strip()
+    report.check(what, done.returncode == 0, text.splitlines()[0] if text else "")
+    if done.returncode != 0:
+        raise drillkit.DrillError(f"mqlite {command} failed: {done.stderr.strip()}")
+
+
 class Writers:
     """HTTP producers during the snapshot: each acknowledged seq with its ack time."""
 
@@ -113,15 +124,7 @@ def snapshot_under_load(
         done = mqlite_cli("backup", str(snap), db=source)
         took = time.monotonic() - started
         time.sleep(0.3)
-    report.check(
-        "online snapshot (mqlite backup) while writers run",
-        done.returncode == 0,
-        (done.stdout or done.stderr).strip().splitlines()[0]
-        if (done.stdout or done.stderr)
-        else "",
-    )
-    if done.returncode != 0:
-        raise drillkit.DrillError(f"mqlite backup failed: {done.stderr.strip()}")
+    check_cli(report, "online snapshot (mqlite backup) while writers run", "backup", done)
     report.figure("snapshot_s", round(took, 2))
     report.figure("writes_acknowledged_during_drill", len(writers.acked))
     return started, writers.acked
@@ -190,15 +193,7 @@ def restore_and_serve(
     report.progress(f"mqlite restore {snap} --data-dir {fresh}")
     began = time.monotonic()
     done = mqlite_cli("restore", str(snap), "--data-dir", str(fresh))
-    report.check(
-        "mqlite restore into a fresh directory",
-        done.returncode == 0,
-        (done.stdout or done.stderr).strip().splitlines()[0]
-        if (done.stdout or done.stderr)
-        else "",
-    )
-    if done.returncode != 0:
-        raise drillkit.DrillError(f"mqlite restore failed: {done.stderr.strip()}")
+    check_cli(report, "mqlite restore into a fresh directory", "restore", done)
     restored = fresh / "mq.db"
     same = table_digests(snap) == table_digests(restored)
     report.check(

@@ -193,14 +193,9 @@ def run(report: drillkit.Report, args: argparse.Namespace) -> None:
     rng = random.Random(seed)
     report.figure("seed", seed)
     work = drillkit.workdir(args, "soak")
-    broker: drillkit.Broker | drill_container.ContainerBroker | None = None
-    if args.endpoint:
-        url, token = args.endpoint.rstrip("/"), os.environ.get("MQLITE_TOKEN", "")
-    else:
-        broker = drill_container.broker(args.image, work / "soak.db", work)
-        broker.start()
-        report.figure("broker", broker.describe())
-        url, token = broker.url, broker.token
+    broker, url, token = drill_container.endpoint_or_broker(
+        report, args, work / "soak.db", work, "broker"
+    )
     admin = mqlite.connect(url, token or None)
     names = {q.name for q in admin.list_queues()}
     if STD not in names:  # standard: per-group FIFO, ungrouped messages unordered
