@@ -59,6 +59,16 @@ __all__ = [
 ]
 
 
+def modules_loaded_by(code: str) -> list[str]:
+    """Every module a fresh interpreter holds after running ``code`` (what an import
+    path really loads, lazy attributes included)."""
+    probe = code + "\nimport json, sys\nprint(json.dumps(sorted(sys.modules)))\n"
+    out = subprocess.run(
+        [sys.executable, "-c", probe], capture_output=True, text=True, check=True, timeout=60
+    ).stdout
+    return list(json.loads(out.strip().splitlines()[-1]))
+
+
 def mcp_env(broker: Broker, token: str | None = ADMIN_TOKEN, **extra: str) -> dict[str, str]:
     """What a host's config puts in the server entry's ``env`` (nothing else leaks in:
     the SDK's stdio client passes only a default environment plus these)."""

@@ -3,12 +3,11 @@
 
 from __future__ import annotations
 
-import json
 import pkgutil
-import subprocess
-import sys
 import tomllib
 from pathlib import Path
+
+from mcp_support import modules_loaded_by
 
 import mqlite
 
@@ -39,15 +38,9 @@ def test_the_contract_forbids_the_sdk_and_what_only_it_brings() -> None:
 def test_the_broker_the_sdk_and_the_cli_load_nothing_of_the_extra() -> None:
     """At run time too: the import-time paths of ``mqlite serve``, the CLI and a remote
     client (lazy attributes included) never touch the MCP SDK."""
-    code = (
+    loaded = modules_loaded_by(
         "import mqlite, mqlite.aio, mqlite.cli.main, mqlite.server.app, mqlite.sdk.http\n"
         "mqlite.connect('http://127.0.0.1:9', 'tok').close()\n"
-        "mqlite.Receiver\n"
-        "import json, sys\n"
-        "print(json.dumps(sorted(sys.modules)))\n"
+        "mqlite.Receiver"
     )
-    out = subprocess.run(
-        [sys.executable, "-c", code], capture_output=True, text=True, check=True, timeout=60
-    ).stdout
-    loaded = json.loads(out.strip().splitlines()[-1])
     assert [m for m in loaded if any(m == x or m.startswith(x + ".") for x in EXTRA_ONLY)] == []

@@ -7,15 +7,13 @@ from __future__ import annotations
 import base64
 import json
 import re
-import subprocess
-import sys
 from pathlib import Path
 from typing import Any
 
 import msgspec
 import pytest
 from jsonschema import Draft202012Validator
-from mcp_support import GOLDEN
+from mcp_support import GOLDEN, modules_loaded_by
 
 from mqlite import errors, wire
 from mqlite.mcp import convert
@@ -206,17 +204,11 @@ def test_the_bearer_gate_wants_exactly_the_token() -> None:
 
 def test_the_forwarder_loads_no_engine() -> None:
     """Building the server imports the SDK's HTTP client and the wire, never the engine."""
-    probe = (
-        "import sys, json\n"
+    loaded = modules_loaded_by(
         "from mqlite.mcp.forward import Forwarder\n"
         "from mqlite.mcp.server import build\n"
         "from mqlite.sdk.http import HttpClient\n"
-        "build(Forwarder(HttpClient('http://127.0.0.1:9', 't')))\n"
-        "print(json.dumps(sorted(sys.modules)))\n"
+        "build(Forwarder(HttpClient('http://127.0.0.1:9', 't')))"
     )
-    out = subprocess.run(
-        [sys.executable, "-c", probe], capture_output=True, text=True, check=True, timeout=60
-    ).stdout
-    loaded = json.loads(out.strip().splitlines()[-1])
     heavy = ("mqlite.engine", "mqlite.server", "sqlite3", "re2", "apscheduler")
     assert [m for m in loaded if m.split(".")[0] in heavy or m.startswith(heavy)] == []
