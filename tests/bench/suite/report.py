@@ -258,16 +258,8 @@ def plots(data: dict[str, Any], img: Path) -> list[Path]:
         plt.close(fig)
     series = data.get("rss_kb_over_run") or {}
     if series:
-        fig, ax = plt.subplots(figsize=(6.5, 4))
-        for name, pts in sorted(series.items()):
-            ax.plot([p[0] for p in pts], [p[1] / 1024 for p in pts], label=name)
-        ax.set_xlabel("seconds into the run (every scenario, 3 repetitions)")
-        ax.set_ylabel("RSS MB")
-        ax.legend(fontsize="small")
-        fig.tight_layout()
-        made.append(img / "bench-rss-over-run.png")
-        fig.savefig(made[-1], dpi=80)
-        plt.close(fig)
+        xlabel = "seconds into the run (every scenario, 3 repetitions)"
+        made.append(report_once.rss_plot(plt, series, xlabel, img / "bench-rss-over-run.png"))
     return made + report_once.plots(data.get("once") or {}, img, plt)
 
 

@@ -5,6 +5,7 @@ figures ``--compare`` follows (``figures``)."""
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
@@ -125,17 +126,33 @@ def plots(once: dict[str, Any], img: Path, plt: Any) -> list[Path]:
         plt.close(fig)
     if "soak" in once:
         s = once["soak"]
-        fig, ax = plt.subplots(figsize=(6.5, 4))
-        for name, series in sorted(s["rss_kb"].items()):
-            ax.plot([p[0] for p in series], [p[1] / 1024 for p in series], label=name)
-        for p in s["phases"]:
-            ax.axvline(p["start_s"], color="k", ls=":", lw=0.8)
-            ax.annotate(f"{p['producers']}p", (p["start_s"], 0), xycoords=("data", "axes fraction"))
-        ax.set_xlabel("seconds into the soak (dotted: producers ramp down 4, 2, 1, 0)")
-        ax.set_ylabel("RSS MB")
-        ax.legend(fontsize="small")
-        fig.tight_layout()
-        made.append(img / "bench-soak-rss.png")
-        fig.savefig(made[-1], dpi=80)
-        plt.close(fig)
+        made.append(
+            rss_plot(
+                plt,
+                s["rss_kb"],
+                "seconds into the soak (dotted: producers ramp down 4, 2, 1, 0)",
+                img / "bench-soak-rss.png",
+                phases=s["phases"],
+            )
+        )
     return made
+
+
+def rss_plot(
+    plt: Any, series: dict[str, Any], xlabel: str, out: Path, phases: Sequence[Any] = ()
+) -> Path:
+    """RSS over time, one line per process ([seconds, kB] points), with the soak's
+    ``phases`` as dotted lines; written to ``out``."""
+    fig, ax = plt.subplots(figsize=(6.5, 4))
+    for name, pts in sorted(series.items()):
+        ax.plot([p[0] for p in pts], [p[1] / 1024 for p in pts], label=name)
+    for p in phases:
+        ax.axvline(p["start_s"], color="k", ls=":", lw=0.8)
+        ax.annotate(f"{p['producers']}p", (p["start_s"], 0), xycoords=("data", "axes fraction"))
+    ax.set_xlabel(xlabel)
+    ax.set_ylabel("RSS MB")
+    ax.legend(fontsize="small")
+    fig.tight_layout()
+    fig.savefig(out, dpi=80)
+    plt.close(fig)
+    return out
