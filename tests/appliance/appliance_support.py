@@ -13,6 +13,7 @@ import os
 import re
 import socket
 import subprocess
+import sys
 import time
 import uuid
 from collections.abc import Callable
@@ -24,6 +25,7 @@ import httpx
 REPO = Path(__file__).resolve().parents[2]
 CONTAINERS_CONF = REPO / "ops" / "ci" / "containers.conf"
 IMAGE = "localhost/mqlite:appliance-test"
+COMPOSE = [sys.executable, "-m", "podman_compose"]
 PREFIX = f"mqt-{uuid.uuid4().hex[:6]}"
 T = TypeVar("T")
 
@@ -31,6 +33,21 @@ T = TypeVar("T")
 def podman_env() -> dict[str, str]:
     env = dict(os.environ, CONTAINERS_CONF=str(CONTAINERS_CONF))
     return {k: v for k, v in env.items() if not k.startswith("MQLITE_")}
+
+
+def compose_project(
+    project: Path, compose_file: str, name: str, env: dict[str, str]
+) -> Callable[..., subprocess.CompletedProcess[str]]:
+    """``compose(*args)``: podman-compose on ``project/compose_file`` as project ``name``
+    with ``env`` (its output captured; a stuck command fails after 300 s)."""
+    base = [*COMPOSE, "-p", name, "-f", str(project / compose_file)]
+
+    def compose(*args: str) -> subprocess.CompletedProcess[str]:
+        return subprocess.run(
+            [*base, *args], cwd=project, env=env, capture_output=True, text=True, timeout=300
+        )
+
+    return compose
 
 
 def podman(*args: str, check: bool = True, timeout: float = 300) -> str:

@@ -13,7 +13,6 @@ from __future__ import annotations
 import copy
 import shutil
 import subprocess
-import sys
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -21,9 +20,8 @@ from typing import Any
 import httpx
 import pytest
 import yaml
-from appliance_support import PREFIX, REPO, Rpc, free_port, podman_env, wait_for
+from appliance_support import PREFIX, REPO, Rpc, compose_project, free_port, podman_env, wait_for
 
-COMPOSE = [sys.executable, "-m", "podman_compose"]
 OPS = REPO / "ops"
 WRONG_TOKEN = "mqk_not_the_monitor_token"
 DLQ_ALERT = "MQLiteDeadLettersRetained"
@@ -73,12 +71,7 @@ def stack(image: str, tmp_path: Path) -> Iterator[dict[str, Any]]:
              "ALERTMANAGER_PORT": free_port()}  # fmt: skip
     env = dict(podman_env(), MQLITE_IMAGE=image, **{k: str(v) for k, v in ports.items()})
     name = f"{PREFIX}-stack"
-    base = [*COMPOSE, "-p", name, "-f", str(project / "compose.yaml")]
-
-    def compose(*args: str) -> subprocess.CompletedProcess[str]:
-        return subprocess.run(
-            [*base, *args], cwd=project, env=env, capture_output=True, text=True, timeout=300
-        )
+    compose = compose_project(project, "compose.yaml", name, env)
 
     up = compose("up", "-d")
     try:

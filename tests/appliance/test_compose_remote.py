@@ -12,7 +12,6 @@ from __future__ import annotations
 import base64
 import json
 import subprocess
-import sys
 from collections.abc import Iterator
 from functools import partial
 from pathlib import Path
@@ -25,6 +24,7 @@ from appliance_support import (
     PREFIX,
     REPO,
     Rpc,
+    compose_project,
     free_port,
     healthy,
     inspect,
@@ -33,7 +33,6 @@ from appliance_support import (
     wait_for,
 )
 
-COMPOSE = [sys.executable, "-m", "podman_compose"]
 SQLD_SERVICES = ("sqld-primary", "sqld-replica")
 QUEUE = "remote-compose"
 SECRETS = "/run/secrets"
@@ -71,12 +70,7 @@ def remote_stack(image: str, tmp_path: Path) -> Iterator[dict[str, Any]]:
     port = free_port()
     env = dict(podman_env(), MQLITE_IMAGE=image_id, MQLITE_PORT=str(port))
     name = f"{PREFIX}-remote"
-    base = [*COMPOSE, "-p", name, "-f", str(project / "compose.remote.yaml")]
-
-    def compose(*args: str) -> subprocess.CompletedProcess[str]:
-        return subprocess.run(
-            [*base, *args], cwd=project, env=env, capture_output=True, text=True, timeout=300
-        )
+    compose = compose_project(project, "compose.remote.yaml", name, env)
 
     up = compose("up", "-d")
     replacement = f"{name}-docker-run"
