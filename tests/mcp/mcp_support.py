@@ -59,6 +59,19 @@ __all__ = [
 ]
 
 
+# A host's first JSON-RPC request, for the tests that speak the protocol at byte level.
+INITIALIZE = {
+    "jsonrpc": "2.0",
+    "id": 1,
+    "method": "initialize",
+    "params": {
+        "protocolVersion": "2025-06-18",
+        "capabilities": {},
+        "clientInfo": {"name": "probe", "version": "0"},
+    },
+}
+
+
 def modules_loaded_by(code: str) -> list[str]:
     """Every module a fresh interpreter holds after running ``code`` (what an import
     path really loads, lazy attributes included)."""

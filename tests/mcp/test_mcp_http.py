@@ -12,6 +12,7 @@ import pytest
 from mcp_support import (
     ADMIN_TOKEN,
     GOLDEN,
+    INITIALIZE,
     Broker,
     http_listener,
     http_session,
@@ -21,16 +22,6 @@ from mcp_support import (
     tool_error,
 )
 
-INIT = {
-    "jsonrpc": "2.0",
-    "id": 1,
-    "method": "initialize",
-    "params": {
-        "protocolVersion": "2025-06-18",
-        "capabilities": {},
-        "clientInfo": {"name": "probe", "version": "0"},
-    },
-}
 MCP_HEADERS = {"Accept": "application/json, text/event-stream"}
 
 
@@ -68,13 +59,13 @@ def test_the_listener_refuses_a_missing_or_wrong_bearer(broker: Broker, tmp_path
             {"Authorization": f"Basic {ADMIN_TOKEN}"},
             {"Authorization": f"Bearer {ADMIN_TOKEN}x"},
         ):
-            r = httpx.post(url, json=INIT, headers={**MCP_HEADERS, **headers}, timeout=10)
+            r = httpx.post(url, json=INITIALIZE, headers={**MCP_HEADERS, **headers}, timeout=10)
             assert r.status_code == 401, (headers, r.status_code, r.text)
             assert r.headers["www-authenticate"].startswith("Bearer")
             assert r.json()["code"] == "unauthenticated"
         good = httpx.post(
             url,
-            json=INIT,
+            json=INITIALIZE,
             headers={**MCP_HEADERS, "Authorization": f"Bearer {ADMIN_TOKEN}"},
             timeout=10,
         )
@@ -101,15 +92,15 @@ def test_the_listener_answers_hostile_requests_with_a_clear_4xx(
     json_auth = {**auth, "Content-Type": "application/json"}
     with http_listener(mcp_env(broker), tmp_path / "err") as (_, url):
         for headers, body, status in (
-            ({**json_auth, "Host": "evil.example"}, json.dumps(INIT).encode(), 421),
-            ({**json_auth, "Origin": "https://evil.example"}, json.dumps(INIT).encode(), 403),
-            ({**auth, "Content-Type": "text/plain"}, json.dumps(INIT).encode(), 400),
+            ({**json_auth, "Host": "evil.example"}, json.dumps(INITIALIZE).encode(), 421),
+            ({**json_auth, "Origin": "https://evil.example"}, json.dumps(INITIALIZE).encode(), 403),
+            ({**auth, "Content-Type": "text/plain"}, json.dumps(INITIALIZE).encode(), 400),
             (json_auth, b"{not json", 400),
             (json_auth, b'{"a": "' + b"x" * (4 << 20) + b'"}', 413),
         ):
             r = httpx.post(url, content=body, headers=headers, timeout=20)
             assert r.status_code == status, (headers.get("Host"), r.status_code, r.text[:200])
-        r = httpx.post(url, json=INIT, headers=auth, timeout=10)
+        r = httpx.post(url, json=INITIALIZE, headers=auth, timeout=10)
         assert r.status_code == 200 and r.json()["result"]["serverInfo"]["name"] == "mqlite-mcp"
     log = (tmp_path / "err").read_text()
     assert "Invalid Host header: evil.example" in log and "Traceback" not in log

@@ -9,7 +9,15 @@ import sys
 import time
 from pathlib import Path
 
-from mcp_support import ADMIN_TOKEN, MCP_COMMAND, Broker, free_port, mcp_env, run_mcp
+from mcp_support import (
+    ADMIN_TOKEN,
+    INITIALIZE,
+    MCP_COMMAND,
+    Broker,
+    free_port,
+    mcp_env,
+    run_mcp,
+)
 
 from mqlite.mcp.settings import Settings
 
@@ -72,16 +80,7 @@ def raw_session(env: dict[str, str]) -> list[dict[str, object]]:
     """A host's view at the byte level: JSON-RPC lines in, and every line that comes out
     on stdout must be a JSON-RPC message (logs go to stderr)."""
     requests = [
-        {
-            "jsonrpc": "2.0",
-            "id": 1,
-            "method": "initialize",
-            "params": {
-                "protocolVersion": "2025-06-18",
-                "capabilities": {},
-                "clientInfo": {"name": "raw", "version": "0"},
-            },
-        },
+        INITIALIZE,
         {"jsonrpc": "2.0", "method": "notifications/initialized"},
         {"jsonrpc": "2.0", "id": 2, "method": "tools/call", "params": {"name": "list_queues"}},
         {"jsonrpc": "2.0", "id": 3, "method": "tools/call", "params": {"name": "no_such_tool"}},
