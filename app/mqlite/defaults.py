@@ -27,6 +27,9 @@ MAX_SETTLE_BATCH = 10_000  # items per CompleteBatch
 MAX_PROPERTIES = 256  # application properties per message
 MAX_FIELD_BYTES = 4096  # each of message_id, group_id, subject, correlation_id, ...
 MAX_METADATA_BYTES = 64 << 10  # all string fields + property keys and values of one message
+# A queue's dedup window (CreateQueue dedup_window_ms): its rows are kept this long, so
+# the bound is also what one queue's dedup table can cost (7 days, Service Bus's maximum).
+MAX_DEDUP_WINDOW_MS = 7 * 24 * 60 * 60 * 1000
 
 # Idempotency records.
 SETTLEMENT_RECEIPT_TTL_MS = 30 * 60 * 1000
