@@ -85,9 +85,10 @@ FILTER_MAX_SOURCE_BYTES = 4096
 FILTER_MAX_AST_NODES = 1000
 FILTER_PUBLISH_BUDGET_MS = 2000  # all filter evaluations of one Send (else 400, nothing sent)
 
-# The HTTP servers (httpguard/protocol.py: the broker's and mqlite-mcp --http's; server/intake.py): what one client may hold or send
-# before anything is authenticated, and what all clients together may make the worker
-# buffer. Every bound answers a JSON envelope (docs/http.md "Limits").
+# The HTTP servers (httpguard/protocol.py, the broker's and mqlite-mcp --http's;
+# server/intake.py): what one client may hold or send before anything is authenticated,
+# and what all clients together may make the worker buffer. Every bound answers a JSON
+# envelope (docs/http.md "Limits").
 MAX_HEAD_BYTES = 16 << 10  # request line + headers of one request (431 over it)
 HEAD_TIMEOUT_S = 5.0  # a request head must be complete this long after connecting or
 # after the previous response (idle keep-alive and half-sent heads are closed)
