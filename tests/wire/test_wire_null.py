@@ -90,8 +90,10 @@ def _cases(required: bool) -> list[tuple[wire.Route[Any, Any], str, dict[str, An
                 nulled = {**item, g.encode_name: None}
                 without = {k: v for k, v in item.items() if k != g.encode_name}
                 wrap = (lambda v: [v]) if in_array else (lambda v: v)
-                where = f"{f.encode_name}[0].{g.encode_name}" if in_array else (
-                    f"{f.encode_name}.{g.encode_name}"
+                where = (
+                    f"{f.encode_name}[0].{g.encode_name}"
+                    if in_array
+                    else (f"{f.encode_name}.{g.encode_name}")
                 )
                 out.append(
                     (
