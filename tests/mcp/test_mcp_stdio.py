@@ -303,6 +303,8 @@ def test_observe_with_a_monitor_token_and_nothing_else(broker: Broker, tmp_path:
             (gauges,) = [q for q in seen["queues"] if q["queue"] == queue]
             assert gauges["active"] == 1, gauges
             assert seen["http"]["state"] == "available"
+            glance = ok(await c.call_tool("overview", {}))
+            assert queue in [row[0] for row in glance["queues"]]
             for tool, args in (("list_queues", {}), ("peek", {"queue": queue})):
                 error = tool_error(await c.call_tool(tool, args))
                 assert error["code"] == "permission_denied", (tool, error)
