@@ -162,6 +162,8 @@ def test_lock_lost_and_other_broker_errors_are_tool_errors(broker: Broker, tmp_p
             assert bad["code"] == "invalid_argument" and "max_messages" in bad["message"]
             extra = tool_error(await c.call_tool("stats", {"queue": queue, "nope": 1}))
             assert extra["code"] == "invalid_argument"
+            nulls = {"queue": queue, "from_seq": None, "state": None, "max": None}
+            assert len(ok(await c.call_tool("peek", nulls))["messages"]) == 1  # null = absent
             negative = tool_error(
                 await c.call_tool("receive", {"queue": queue, "max_messages": -1})
             )
