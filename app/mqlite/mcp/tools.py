@@ -239,6 +239,13 @@ TOOLS: tuple[Tool, ...] = (
         "as dead_letter_reason and dead_letter_description; redrive brings it back).",
         fields=(*SETTLE, "dead_letter_reason", "dead_letter_description"),
         rename={"reason": "dead_letter_reason", "description": "dead_letter_description"},
+        narrow={
+            "reason": {"description": "why it is dead-lettered, short (peek: dead_letter_reason)"},
+            "description": {
+                "description": "the details, for whoever inspects the dead letter (peek: "
+                "dead_letter_description)"
+            },
+        },
     ),
     Tool(
         "renew",
