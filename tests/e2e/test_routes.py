@@ -963,3 +963,18 @@ def test_dedup_window_above_its_maximum_is_400_naming_the_field_and_limit(broker
     assert "dedup_window_ms" in msg and str(top) in msg, msg
     names = {q["name"] for q in broker.ok("AdminService/ListQueues", {})["queues"]}
     assert ok in names and above not in names
+
+
+def test_null_is_absent_in_optional_fields_over_http(broker: Broker) -> None:
+    """Issue 28: the proto3 JSON mapping, as the original's JavaScript/Go clients send it;
+    a null where a value is required is still the 400 naming the field."""
+    q = broker.create_queue()
+    assert broker.ok("AdminService/CreateQueue", {"name": q, "config": None}) == {}
+    msg = {"body": "aGk=", "group_id": None, "properties": None, "message_id": None}
+    sent = broker.ok("QueueService/Send", {"queue": q, "messages": [msg], "ttl_ms": None})
+    body = {"queue": q, "max_messages": None, "wait_time_ms": None, "receive_attempt_id": None}
+    (got,) = broker.ok("QueueService/Receive", body)["messages"]
+    assert (got["seq_number"], got["body"]) == (sent["seq_numbers"][0], "aGk=")
+    assert "group_id" not in got and "properties" not in got
+    message = broker.err("QueueService/Stats", {"queue": None}, 400, "invalid_argument")
+    assert message == "queue: want string, got null"

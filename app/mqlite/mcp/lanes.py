@@ -22,8 +22,8 @@ LONG_POLLING_TOOLS = frozenset({"receive"})
 
 def may_park(tool: str, arguments: Mapping[str, Any]) -> bool:
     """Whether a call may hold its thread in a long poll (a bad ``wait_time_ms`` counts:
-    the broker refuses it, but the lane is decided before it is checked)."""
-    return tool in LONG_POLLING_TOOLS and arguments.get("wait_time_ms", 0) != 0
+    the broker refuses it, but the lane is decided before it is checked; null is absent)."""
+    return tool in LONG_POLLING_TOOLS and arguments.get("wait_time_ms") not in (None, 0)
 
 
 class Lanes:
