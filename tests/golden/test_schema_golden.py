@@ -13,12 +13,14 @@ from mqlite.engine import store
 
 GOLDEN = Path(__file__).with_name("schema.txt")
 SCHEMA_V5 = Path(__file__).with_name("schema_v5.sql")
+SCHEMA_V6 = Path(__file__).with_name("schema_v6.sql")
 
 # Changing schema.sql means changing this hash; an incompatible change also needs a new
 # SCHEMA_VERSION token and a step in engine/migrations.py from the previous one.
 PINNED = {
     "5": "6277cd1e9a956fe3fc10f9b87ea24c1295859bbf0a40f0d352ed0829c599ac68",
     "6": "fb7ec30c81f2a0c024990f64525c512317ea7010dc02911746ea6e0030da7f91",
+    "7": "9b13b34701cc3255cf166a73a18554d1932e813451decac1c5b4dc91b5adbb80",
 }
 
 
@@ -35,10 +37,12 @@ def built_schema(conn: sqlite3.Connection) -> str:
 
 def test_schema_sql_hash_is_pinned_to_the_version_token() -> None:
     digest = hashlib.sha256(store.schema_sql().encode("utf-8")).hexdigest()
-    assert store.SCHEMA_VERSION == "6"
+    assert store.SCHEMA_VERSION == "7"
     assert digest == PINNED[store.SCHEMA_VERSION]
     v5 = hashlib.sha256(SCHEMA_V5.read_bytes()).hexdigest()
     assert v5 == PINNED["5"]  # the fixture IS the previous schema, byte for byte
+    v6 = hashlib.sha256(SCHEMA_V6.read_bytes()).hexdigest()
+    assert v6 == PINNED["6"]
 
 
 def test_sqlite_master_after_open_equals_the_golden_dump(tmp_path: Path) -> None:
@@ -115,7 +119,7 @@ def test_a_v5_database_migrates_to_the_fresh_schema_with_its_data(tmp_path: Path
         indexes = "SELECT name, sql FROM sqlite_master WHERE type='index' ORDER BY name"
         assert list(migrated.conn.execute(indexes)) == list(fresh.conn.execute(indexes))
         version = "SELECT value FROM meta WHERE key='schema_version'"
-        assert migrated.conn.execute(version).fetchone()[0] == "6"
+        assert migrated.conn.execute(version).fetchone()[0] == store.SCHEMA_VERSION
     finally:
         migrated.close()
         fresh.close()
@@ -143,7 +147,7 @@ def test_a_newer_or_foreign_token_is_refused_and_left_untouched(tmp_path: Path) 
     db = tmp_path / "new.db"
     conn = sqlite3.connect(db)
     conn.execute("CREATE TABLE meta (key TEXT PRIMARY KEY, value TEXT NOT NULL) STRICT")
-    conn.execute("INSERT INTO meta VALUES ('schema_version', '7')")
+    conn.execute("INSERT INTO meta VALUES ('schema_version', '99')")
     conn.commit()
     conn.close()
     from mqlite import errors
@@ -152,10 +156,49 @@ def test_a_newer_or_foreign_token_is_refused_and_left_untouched(tmp_path: Path) 
         store.Store(f"file:{db}").close()
         raise AssertionError("a newer schema must be refused")
     except errors.SchemaVersionMismatch as exc:
-        assert "'7'" in exc.message and "migrates from 5" in exc.message
+        assert "'99'" in exc.message and "migrates from 5" in exc.message
     conn = sqlite3.connect(db)
     assert [r[0] for r in conn.execute("SELECT name FROM sqlite_master")] == [
         "meta",
         "sqlite_autoindex_meta_1",
     ]
     conn.close()
+
+
+def test_a_v6_database_migrates_and_its_keys_stay_unscoped_and_unlimited(tmp_path: Path) -> None:
+    """6 -> 7 adds the key scope and rate-limit columns: an existing key keeps working,
+    scoped to every queue, with the broker's default rate."""
+    from mqlite.engine import Engine
+
+    old = tmp_path / "v6.db"
+    conn = sqlite3.connect(old)
+    sql = "\n".join(
+        ln for ln in SCHEMA_V6.read_text().splitlines() if not ln.lstrip().startswith("--")
+    )
+    for stmt in (s.strip() for s in sql.split(";")):
+        if stmt:
+            conn.execute(stmt)
+    conn.execute("INSERT INTO meta VALUES ('schema_version', '6')")
+    digest = hashlib.sha256(b"mqk_old").hexdigest()
+    conn.execute(
+        "INSERT INTO access_keys (id, name, token_sha256, permissions, created_at) "
+        "VALUES (?, 'old', ?, 'send', 1)",
+        ("a" * 32, digest),
+    )
+    conn.commit()
+    conn.close()
+    migrated = store.Store(f"file:{old}")
+    fresh = store.Store(f"file:{tmp_path / 'fresh.db'}")
+    try:
+        assert migrated.migrated_from == "6"
+        assert columns(migrated.conn) == columns(fresh.conn)
+    finally:
+        migrated.close()
+        fresh.close()
+    engine = Engine(f"file:{old}")
+    try:
+        key = engine.authenticate_key("mqk_old")
+        assert key is not None
+        assert (key.queues, key.rate_limit_per_s, key.burst) == ((), 0, 0)
+    finally:
+        engine.close()

@@ -1,5 +1,6 @@
--- mqlite canonical schema, guard token 6 (meta.schema_version). A token-5 database (the
--- original's v0.3.x) is migrated at open by engine/migrations.py; any other token is refused.
+-- mqlite canonical schema, guard token 7 (meta.schema_version). A token-5 database (the
+-- original's v0.3.x) or a token-6 one is migrated at open by engine/migrations.py; any other
+-- token is refused.
 -- Content pinned by tests/golden (hash + sqlite_master).
 -- One statement per ";"-terminated block; all times are INTEGER epoch milliseconds (UTC).
 
@@ -144,7 +145,12 @@ CREATE TABLE IF NOT EXISTS access_keys (
     permissions  TEXT NOT NULL,
     created_at   INTEGER NOT NULL,
     expires_at   INTEGER NOT NULL DEFAULT 0,
-    revoked_at   INTEGER NOT NULL DEFAULT 0
+    revoked_at   INTEGER NOT NULL DEFAULT 0,
+    -- Queue-name patterns the key is confined to, one per line ('' = every queue), and its
+    -- token-bucket rate limit (0 = the broker default): added by the 6 -> 7 migration.
+    queues           TEXT NOT NULL DEFAULT '',
+    rate_limit_per_s INTEGER NOT NULL DEFAULT 0,
+    burst            INTEGER NOT NULL DEFAULT 0
 ) STRICT;
 
 CREATE INDEX IF NOT EXISTS idx_access_keys_created ON access_keys(created_at, id);

@@ -102,7 +102,12 @@ class EngineVerbs(Protocol):
     def purge(self, queue: str, max: int = 0, older_than_ms: int = 0) -> int: ...
 
     def create_key(
-        self, id: str, name: str, permissions: Sequence[str], expires_at_ms: int = 0
+        self,
+        id: str,
+        name: str,
+        permissions: Sequence[str],
+        expires_at_ms: int = 0,
+        queues: Sequence[str] = (),
     ) -> tuple[AccessKey, str]: ...
 
     def list_keys(
@@ -256,12 +261,19 @@ class EmbeddedMethods:
         return self._engine.purge(queue, max, older_than_ms)
 
     def create_key(
-        self, id: str, name: str, permissions: Sequence[str], expires_at_ms: int = 0
+        self,
+        id: str,
+        name: str,
+        permissions: Sequence[str],
+        expires_at_ms: int = 0,
+        queues: Sequence[str] = (),
     ) -> tuple[AccessKey, str]:
         """Issue a key under your retained ``id`` (``mqlite.generate_key_id()``).
 
-        Never retried once sent: after an ambiguous failure, reconcile by ``id``."""
-        return self._engine.create_key(id, name, permissions, expires_at_ms)
+        ``queues``: queue-name patterns (exact, or a trailing ``*`` prefix) the key is confined
+        to; empty = every queue. Never retried once sent: after an ambiguous failure, reconcile
+        by ``id``."""
+        return self._engine.create_key(id, name, permissions, expires_at_ms, queues)
 
     def list_keys(
         self, after_id: str = "", limit: int = 100, sort: str = "id_asc"

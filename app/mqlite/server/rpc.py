@@ -21,6 +21,7 @@ from typing import TYPE_CHECKING, Any
 from starlette.types import ASGIApp, Receive, Scope, Send
 
 from mqlite import errors, wire
+from mqlite.server.auth import authorize_scope
 from mqlite.server.cors import cors_headers
 from mqlite.server.guards import check_local_caller
 from mqlite.server.handlers import HANDLERS, Context
@@ -91,8 +92,11 @@ class RpcDispatcher:
                     runtime = broker.runtime
                     if runtime is None:
                         raise errors.Internal("broker is starting")
+                    if principal.scope:  # a scoped key: the names it addresses (403)
+                        authorize_scope(principal, route.name, req, runtime.engine.topic_of)
                     ctx = Context(runtime, fields, receive, broker.started_ms, broker.settings)
                     ctx.access, ctx.broker = principal.access, broker
+                    ctx.scope = principal.scope
                     body = wire.encode_response(route, await handler(ctx, req))
                 status = 200
             except errors.MQLiteError as exc:
