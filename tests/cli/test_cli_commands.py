@@ -234,6 +234,9 @@ def test_key_create_with_queue_scopes(cli: Cli) -> None:
     assert "(every queue)" in cli.ok("key", "create", "--name", "all", "--permissions", "send")
     r = cli.run(*args, "--queue", "a*b")
     assert r.returncode == 1 and b"trailing '*'" in r.stderr
+    limited = cli.json(*args, "--rate-limit", "5", "--burst", "10")["key"]
+    assert (limited["rate_limit_per_s"], limited["burst"]) == (5, 10)
+    assert "rate limit:  5/s, burst 10" in cli.ok(*args, "--rate-limit", "5", "--burst", "10")
 
 
 def test_runtime_errors_exit_1_with_one_line(cli: Cli) -> None:

@@ -35,6 +35,7 @@ from mqlite.server.http_metrics import HttpMeasurements
 from mqlite.server.intake import Intake
 from mqlite.server.logging import AccessLogMiddleware, configure
 from mqlite.server.logging import stop as stop_logging
+from mqlite.server.ratelimit import RateLimiter
 from mqlite.server.replication import ReplicationProbe
 from mqlite.server.rpc import RpcDispatcher
 from mqlite.server.runtime import Runtime
@@ -65,6 +66,7 @@ class BrokerApp:
         self.http_metrics = HttpMeasurements(r.name for r in wire.ROUTES)
         self.replication: ReplicationProbe | None = None
         self.intake = Intake()
+        self.rate_limiter = RateLimiter(*settings.key_rate_limit)
         self.authenticator = auth.Authenticator(
             settings.tokens, settings.monitor_tokens, self._lookup_key, self._key_refusal
         )
@@ -214,6 +216,7 @@ class BrokerApp:
             meter.authorize(principal, "monitor", auth_enabled=self.settings.auth)
             observed = await self.observation(principal.access)
             body = await asyncio.to_thread(metrics.render, observed)
+            body += self.rate_limiter.metrics_text().encode()
         except errors.MQLiteError as exc:
             return error_response(exc)  # the envelope, like every other error
         return Response(body, headers={"content-type": metrics.CONTENT_TYPE})

@@ -31,6 +31,8 @@ class Principal:
     permissions: frozenset[str]
     key_id: str = ""
     scope: tuple[str, ...] = ()
+    rate_limit_per_s: int = 0  # a managed key's own bucket (0 = the broker default)
+    burst: int = 0
 
 
 ANONYMOUS = Principal("anonymous", ALL)
@@ -127,7 +129,7 @@ class Authenticator:
             raise refused(self._refusal(token) if self._refusal is not None else "invalid")
         perms = ALL if "manage" in key.permissions else frozenset(key.permissions) - {"monitor"}
         access = "manage" if "manage" in key.permissions else "key"
-        return Principal(access, perms, key.id, key.queues)
+        return Principal(access, perms, key.id, key.queues, key.rate_limit_per_s, key.burst)
 
 
 def authorize(principal: Principal, permission: str, *, auth_enabled: bool) -> None:

@@ -331,6 +331,8 @@ async def create_key(ctx: Context, req: w.CreateKeyRequest) -> Any:
         list(req.permissions),
         req.expires_at_ms,
         list(req.queues),
+        req.rate_limit_per_s,
+        req.burst,
     )
     return w.CreateKeyResponse.of(key, token)
 

@@ -38,6 +38,7 @@ CODES = (
     "unimplemented",
     "unavailable",
     "internal",
+    "resource_exhausted",
 )
 AUTH_OUTCOMES = (
     "success",

@@ -74,6 +74,10 @@ class RpcDispatcher:
         intake = broker.intake
         allow_remote = broker.settings.insecure_allow_remote
         extra_headers = cors_headers(broker.settings.cors)
+        limiter = broker.rate_limiter
+        # Rate limits apply to managed keys only (auth on); a Send pays for each message.
+        limited = auth_enabled
+        counts_messages = route.name in ("QueueService/Send", "QueueService/Schedule")
 
         async def endpoint(scope: Scope, receive: Receive, send: Send) -> None:
             fields: dict[str, Any] = {}
@@ -94,6 +98,11 @@ class RpcDispatcher:
                         raise errors.Internal("broker is starting")
                     if principal.scope:  # a scoped key: the names it addresses (403)
                         authorize_scope(principal, route.name, req, runtime.engine.topic_of)
+                    if principal.key_id and limited:  # a managed key's bucket (429)
+                        cost = len(req.messages) if counts_messages else 1
+                        limiter.take(
+                            principal.key_id, principal.rate_limit_per_s, principal.burst, cost
+                        )
                     ctx = Context(runtime, fields, receive, broker.started_ms, broker.settings)
                     ctx.access, ctx.broker = principal.access, broker
                     ctx.scope = principal.scope
@@ -104,6 +113,8 @@ class RpcDispatcher:
                 status, body = exc.http_status, wire.error_body(exc)
                 if status == 405:
                     headers = [*extra_headers, (b"allow", b"POST")]
+                elif isinstance(exc, errors.ResourceExhausted):
+                    headers = [*extra_headers, (b"retry-after", str(exc.retry_after_s).encode())]
             except Exception:
                 log.exception("unexpected error in %s", route.name)
                 fields["code"] = "internal"

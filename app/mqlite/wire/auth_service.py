@@ -34,6 +34,10 @@ class CreateKeyRequest(Request):
             "prefix; at most 32, each at most 260 characters; empty = every queue"
         ),
     ] = ()
+    rate_limit_per_s: Annotated[
+        I64, Doc("requests (a Send: messages) per second; 0 = the broker default")
+    ] = 0
+    burst: Annotated[I64, Doc("bucket size; 0 = rate_limit_per_s")] = 0
 
 
 class AccessKeyJSON(Response):
@@ -46,6 +50,8 @@ class AccessKeyJSON(Response):
     expires_at_ms: Annotated[I64, Doc("0/absent = never")] = 0
     revoked_at_ms: Annotated[I64, Doc("0/absent = not revoked")] = 0
     queues: Annotated[tuple[str, ...], Doc("absent = every queue")] = ()
+    rate_limit_per_s: Annotated[I64, Doc("0/absent = the broker default")] = 0
+    burst: Annotated[I64, Doc("0/absent = rate_limit_per_s")] = 0
 
     def value(self) -> t.AccessKey:
         return t.AccessKey(
@@ -56,6 +62,8 @@ class AccessKeyJSON(Response):
             self.expires_at_ms,
             self.revoked_at_ms,
             self.queues,
+            self.rate_limit_per_s,
+            self.burst,
         )
 
 
