@@ -211,7 +211,7 @@ class EngineCore:
         return msgs
 
     def _completed(self, queue: str, n: int) -> None:
-        self.effects.counts[queue, "completed"] += n  # runs as an after-commit callback
+        self.effects.add(queue, "completed", n)  # runs as an after-commit callback
         self.notifier.notify(queue, n)  # a completed group head may unblock its successor
 
     def _count(self, *effects: tuple[str, str, int]) -> None:
