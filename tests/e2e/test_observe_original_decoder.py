@@ -16,11 +16,11 @@ from typing import Any
 
 import pytest
 from e2e_support import ADMIN_TOKEN, Broker, BrokerFactory, unique
-from original_observe_decoder import BOUNDS, EVENTS, Refused, decode
 
 import mqlite
 from mqlite import wire
 from mqlite.engine.measured_store import MeasuredStore
+from original_observe_decoder import BOUNDS, EVENTS, Refused, decode
 
 MONITOR = "mqk_e2e_monitor_" + "d" * 24
 

@@ -213,7 +213,7 @@ def _storage(doc: dict[str, Any]) -> None:
         seen.add(key)
         _histogram(_obj(op, "duration", where), where + ".duration")
         _int(op, "retries", where)
-    _need(DIMENSIONS <= seen, f"storage.operations: missing {DIMENSIONS - seen}")
+    _need(seen >= DIMENSIONS, f"storage.operations: missing {DIMENSIONS - seen}")
     pool = _obj(s, "pool", "storage")
     for f in ("max_open", "open", "in_use", "idle", "wait_count"):
         _int(pool, f, "storage.pool")

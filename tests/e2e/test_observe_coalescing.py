@@ -1,0 +1,70 @@
+"""Concurrent scrapes share one collection (issue 26: four concurrent /metrics scrapes of
+10,000 queues moved another client's Send p50 from 1.9 ms to 357 ms). A real broker whose
+writer is held by a slow transaction (``faulty_serve``'s slow seam) receives N scrapes
+while it is busy: they are answered by ONE collection and one render, counted by the
+storage reads only a collection makes (the read probe and the grouped scan)."""
+
+from __future__ import annotations
+
+import os
+import threading
+import time
+from pathlib import Path
+from typing import Any
+
+import httpx
+from e2e_support import BrokerFactory, file_store_only
+
+MONITOR = "mqk_e2e_monitor_" + "c" * 24
+SCRAPES = 8
+READS_PER_COLLECTION = 2  # the probe and the grouped scan
+
+
+def reads(b: Any) -> int:
+    """Successful storage reads so far, this Observe's own collection included."""
+    o = b.ok("AdminService/Observe", {}, token=MONITOR)
+    (ok,) = [
+        s for s in o["storage"]["operations"] if (s["operation"], s["outcome"]) == ("read", "ok")
+    ]
+    return int(ok["duration"]["count"])
+
+
+@file_store_only("the slow seam holds the local writer")
+def test_concurrent_scrapes_cause_one_collection(
+    broker_factory: BrokerFactory, tmp_path: Path
+) -> None:
+    slow = tmp_path / "slow"
+    b = broker_factory(
+        {
+            "MQLITE_MONITOR_TOKENS": MONITOR,
+            "MQLITE_METRICS": "on",
+            "FAULTY_SERVE_TRIGGER": str(tmp_path / "never"),
+            "FAULTY_SERVE_SLOW_TRIGGER": str(slow),
+        },
+        faulty=True,
+    )
+    queue = b.create_queue()
+    before = reads(b)
+    slow.touch()
+    writer_busy = threading.Thread(target=b.send, args=(queue, "x"))
+    writer_busy.start()  # its transaction holds the writer for 1.5 s
+    time.sleep(0.3)  # e2e: let the Send reach its transaction
+    os.unlink(slow)  # later transactions are quick again; this one still sleeps
+    bodies: list[bytes] = []
+
+    def scrape() -> None:
+        with httpx.Client(base_url=b.base_url, timeout=30) as c:
+            r = c.get("/metrics", headers={"Authorization": f"Bearer {MONITOR}"})
+            r.raise_for_status()
+            bodies.append(r.content)
+
+    scrapers = [threading.Thread(target=scrape) for _ in range(SCRAPES)]
+    for t in scrapers:
+        t.start()
+    for t in [writer_busy, *scrapers]:
+        t.join(30)
+    assert len(bodies) == SCRAPES and len(set(bodies)) == 1  # one render, served to all
+    collections = (reads(b) - before - READS_PER_COLLECTION) // READS_PER_COLLECTION
+    assert collections == 1, collections
+    # Served after the Send that held the writer: sampled after every scrape arrived.
+    assert f'queue="{queue}"}} 1.0'.encode() in bodies[0]
