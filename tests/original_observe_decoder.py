@@ -76,14 +76,14 @@ def _obj(parent: Any, key: str, where: str) -> dict[str, Any]:
     _need(isinstance(parent, dict) and key in parent, f"{where}.{key}: missing")
     value = parent[key]
     _need(isinstance(value, dict), f"{where}.{key}: want an object")
-    return value
+    return dict(value)
 
 
 def _arr(parent: dict[str, Any], key: str, where: str) -> list[Any]:
     _need(key in parent, f"{where}.{key}: missing")
     value = parent[key]
     _need(isinstance(value, list), f"{where}.{key}: want an array")
-    return value
+    return list(value)
 
 
 def _int(parent: dict[str, Any], key: str, where: str, *, minimum: int | None = 0) -> int:
@@ -289,8 +289,9 @@ def _http(doc: dict[str, Any]) -> None:
 def decode(body: bytes) -> dict[str, Any]:
     """The decoded answer, or ``Refused`` with the first rule it breaks."""
     _need(len(body) <= MAX_BYTES, "answer above 32 MiB")
-    doc = json.loads(body)
-    _need(isinstance(doc, dict), "want an object")
+    parsed = json.loads(body)
+    _need(isinstance(parsed, dict), "want an object")
+    doc: dict[str, Any] = parsed
     _int(doc, "sampled_at_ms", "")
     _int(doc, "started_at_ms", "")
     _str(doc, "backend", "", among=BACKENDS)

@@ -86,7 +86,7 @@ def test_embedded_answer_decodes(tmp_path: Path) -> None:
 
 def _io_error(kind: str) -> None:
     exc = sqlite3.OperationalError("disk I/O error")
-    exc.sqlite_errorcode = 10  # type: ignore[attr-defined]
+    exc.sqlite_errorcode = 10
     raise exc
 
 

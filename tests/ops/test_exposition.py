@@ -193,9 +193,7 @@ def test_queue_gauges_are_written_byte_for_byte_as_prometheus_client_would(
     families through generate_latest give the same bytes, for escaping-worthy label
     values and float formatting (exponents, fractions, zero) included."""
     from prometheus_client import CollectorRegistry, generate_latest
-    from prometheus_client.core import GaugeMetricFamily
-
-    from prometheus_client.core import CounterMetricFamily
+    from prometheus_client.core import CounterMetricFamily, GaugeMetricFamily
 
     from mqlite.engine.observation import MessageEffect, QueueGauges
 
