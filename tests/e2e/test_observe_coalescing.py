@@ -2,7 +2,8 @@
 10,000 queues moved another client's Send p50 from 1.9 ms to 357 ms). A real broker whose
 writer is held by a slow transaction (``faulty_serve``'s slow seam) receives N scrapes
 while it is busy: they are answered by ONE collection and one render, counted by the
-storage reads only a collection makes (the read probe and the grouped scan)."""
+storage reads only a collection makes (the read probe and the grouped scan). A scrape
+right after reuses that collection; an Observe call never does."""
 
 from __future__ import annotations
 
@@ -14,6 +15,8 @@ from typing import Any
 
 import httpx
 from e2e_support import BrokerFactory, file_store_only
+
+from mqlite.server.observations import SCRAPE_REUSE_S
 
 MONITOR = "mqk_e2e_monitor_" + "c" * 24
 SCRAPES = 8
@@ -45,6 +48,7 @@ def test_concurrent_scrapes_cause_one_collection(
     )
     queue = b.create_queue()
     before = reads(b)
+    time.sleep(SCRAPE_REUSE_S + 0.1)  # e2e: past the window in which a scrape reuses it
     slow.touch()
     writer_busy = threading.Thread(target=b.send, args=(queue, "x"))
     writer_busy.start()  # its transaction holds the writer for 1.5 s
@@ -68,3 +72,16 @@ def test_concurrent_scrapes_cause_one_collection(
     assert collections == 1, collections
     # Served after the Send that held the writer: sampled after every scrape arrived.
     assert f'queue="{queue}"}} 1.0'.encode() in bodies[0]
+
+
+def test_a_scrape_reuses_a_second_old_collection_observe_never_does(
+    broker_factory: BrokerFactory,
+) -> None:
+    b = broker_factory({"MQLITE_MONITOR_TOKENS": MONITOR, "MQLITE_METRICS": "on"})
+    before = reads(b)
+    with httpx.Client(base_url=b.base_url, timeout=30) as c:
+        for _ in range(3):  # within the second after that Observe's collection
+            r = c.get("/metrics", headers={"Authorization": f"Bearer {MONITOR}"})
+            r.raise_for_status()
+    after = reads(b)  # Observe: a collection of its own, never a reused one
+    assert after - before == READS_PER_COLLECTION, (before, after)

@@ -68,10 +68,10 @@ async def until(predicate: Callable[[], bool]) -> None:
     raise AssertionError("condition not reached")
 
 
-def run(scenario: Callable[[Observations, Collector], Any]) -> None:
+def run(scenario: Callable[[Observations, Collector], Any], reuse_s: float = 1.0) -> None:
     collector = Collector()
     try:
-        asyncio.run(scenario(Observations(collector), collector))
+        asyncio.run(scenario(Observations(collector, reuse_s), collector))
     finally:
         collector.engine.close()
 
@@ -143,3 +143,25 @@ def test_converted_once_per_round(callers: int) -> None:
         assert await asyncio.gather(*(r.converted(convert) for r in rounds)) == [1] * callers
 
     run(scenario)
+
+
+@pytest.mark.parametrize("reuse_s", [0.0, 3600.0])
+def test_a_scrape_reuses_the_last_round_within_the_window(reuse_s: float) -> None:
+    async def scenario(obs: Observations, c: Collector) -> None:
+        first = asyncio.ensure_future(obs.recent())  # nothing yet: a round
+        await until(lambda: len(c.go) == 1)
+        c.release(0)
+        r0 = await first
+        later = asyncio.ensure_future(obs.recent())
+        if reuse_s:
+            assert await later is r0 and obs.rounds == 1
+        else:  # past the window: a round of its own
+            await until(lambda: len(c.go) == 2)
+            c.release(1)
+            assert await later is not r0 and obs.rounds == 2
+        fresh = asyncio.ensure_future(obs.round())  # what Observe uses: never reused
+        await until(lambda: len(c.go) == obs.rounds)
+        c.release(obs.rounds - 1)
+        assert await fresh is not r0
+
+    run(scenario, reuse_s)

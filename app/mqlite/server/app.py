@@ -218,7 +218,7 @@ class BrokerApp:
         try:
             principal = await meter.authenticate(self.authenticator, request.scope["headers"])
             meter.authorize(principal, "monitor", auth_enabled=self.settings.auth)
-            body = await (await self.observations.round()).exposition()
+            body = await (await self.observations.recent()).exposition()
         except errors.MQLiteError as exc:
             return error_response(exc)  # the envelope, like every other error
         return Response(body, headers={"content-type": metrics.CONTENT_TYPE})

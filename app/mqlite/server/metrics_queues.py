@@ -12,6 +12,7 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from itertools import groupby
+from operator import attrgetter
 from typing import cast
 
 from prometheus_client.utils import floatToGoString
@@ -77,6 +78,10 @@ def queue_gauges_text(queues: tuple[o.QueueGauges, ...]) -> str:
     return "".join(out)
 
 
+def _count(n: int) -> str:
+    return "0.0" if not n else _number(n)  # most rows are zero-fill: skip the call
+
+
 def message_events_text(messages: tuple[o.MessageEffect, ...]) -> str:
     """``mqlite_message_events_total`` for every row of the observation (zero-filled per
     known queue, sorted by queue) and the deprecated ``mqlite_messages_completed_total``
@@ -85,11 +90,15 @@ def message_events_text(messages: tuple[o.MessageEffect, ...]) -> str:
     alias, alias_doc = COMPLETED
     events = [f"# HELP {name}_total {doc}\n# TYPE {name}_total counter\n"]
     completed = [f"# HELP {alias}_total {alias_doc}\n# TYPE {alias}_total counter\n"]
-    for queue, rows in groupby(messages, key=lambda m: m.queue):
-        label = f'queue="{_label_value(queue)}"'
+    prefix: dict[str, str] = {}  # event -> the line up to the queue label
+    for queue, rows in groupby(messages, key=attrgetter("queue")):
+        label = f'queue="{_label_value(queue)}"}} '
         for m in rows:
-            value = _number(m.count)
-            events.append(f'{name}_total{{event="{m.event}",{label}}} {value}\n')
+            start = prefix.get(m.event)
+            if start is None:
+                start = prefix[m.event] = f'{name}_total{{event="{m.event}",'
+            value = _count(m.count)
+            events.append(f"{start}{label}{value}\n")
             if m.event == "completed":
-                completed.append(f"{alias}_total{{{label}}} {value}\n")
+                completed.append(f"{alias}_total{{{label}{value}\n")
     return "".join(events) + "".join(completed)

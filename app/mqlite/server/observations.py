@@ -8,12 +8,16 @@ was read after it arrived (what it wrote before asking is in it) -- and one roun
 at a time: a caller arriving while a round samples waits for the next, which every such
 caller shares. N concurrent scrapes are one collection, and one render: the exposition
 is rendered once per round, off the event loop and off the writer, and served to each
-of them (``Round.exposition``). Nothing is served from a round older than its caller.
+of them (``Round.exposition``). An Observe answer never comes from a round older than
+its call; a scrape may (``recent``): from the last round, when it began sampling at most
+``SCRAPE_REUSE_S`` ago -- Prometheus stamps its own scrape time, and a second of
+staleness bounds what any number of scrapers costs the writer to a collection a second.
 """
 
 from __future__ import annotations
 
 import asyncio
+import time
 from collections.abc import Awaitable, Callable
 from typing import Any
 
@@ -23,6 +27,7 @@ from mqlite.server import metrics
 # What a round runs: the collection, given the callback it must call (from its thread)
 # just before its first read.
 Collect = Callable[[Callable[[], None]], Awaitable[o.Observation]]
+SCRAPE_REUSE_S = 1.0
 
 
 class Round:
@@ -30,12 +35,14 @@ class Round:
 
     def __init__(self) -> None:
         self.sampling = False  # set by the collecting thread before its first read
+        self.began_at = 0.0  # time.monotonic() when it began sampling
         self.future: asyncio.Future[o.Observation] = asyncio.get_running_loop().create_future()
         self._rendered: asyncio.Future[bytes] | None = None
         self._response: asyncio.Future[Any] | None = None
 
     def began(self) -> None:
         """Called on the collecting thread: late arrivals may no longer join."""
+        self.began_at = time.monotonic()
         self.sampling = True
 
     async def exposition(self) -> bytes:
@@ -59,8 +66,10 @@ class Round:
 class Observations:
     """Hands out rounds; ``rounds`` counts the collections started (the tests read it)."""
 
-    def __init__(self, collect: Collect) -> None:
+    def __init__(self, collect: Collect, reuse_s: float = SCRAPE_REUSE_S) -> None:
         self._collect = collect
+        self._reuse_s = reuse_s
+        self._last: Round | None = None  # the newest round that succeeded
         self._joinable: Round | None = None
         self._previous: asyncio.Future[o.Observation] | None = None
         self._tasks: set[asyncio.Task[None]] = set()
@@ -83,6 +92,14 @@ class Observations:
             self.waiting -= 1
         return r
 
+    async def recent(self) -> Round:
+        """For a scrape: the last successful round if it began sampling within the reuse
+        window, else ``round()``."""
+        last = self._last
+        if last is not None and time.monotonic() - last.began_at <= self._reuse_s:
+            return last
+        return await self.round()
+
     async def _run(self, r: Round, previous: asyncio.Future[o.Observation] | None) -> None:
         if previous is not None:  # one collection at a time
             await asyncio.wait([previous])
@@ -96,6 +113,7 @@ class Observations:
             r.future.set_exception(exc)
         else:
             r.future.set_result(observed)
+            self._last = r
         finally:
             if self._joinable is r:
                 self._joinable = None
