@@ -51,13 +51,15 @@ def render_ms(db: Path) -> float:
     return statistics.median(times) * 1000
 
 
-def scrape(client: httpx.Client) -> tuple[float, int, int]:
+def scrape(client: httpx.Client) -> tuple[float, int, int, int]:
+    """Wall time, text bytes, series and bytes on the wire (gzip when the broker
+    offers it: httpx asks for it, as Prometheus does)."""
     began = time.perf_counter()
     r = client.get("/metrics", headers={"Authorization": f"Bearer {MONITOR}"}, timeout=120)
     elapsed = time.perf_counter() - began
     r.raise_for_status()
     series = sum(1 for line in r.text.splitlines() if line and not line.startswith("#"))
-    return elapsed, len(r.content), series
+    return elapsed, len(r.content), series, r.num_bytes_downloaded
 
 
 def send_latencies(base: str, seconds: float, scrapers: int) -> list[float]:
@@ -117,8 +119,11 @@ def measure(queues: int, seconds: float) -> None:
                     time.sleep(1.2)
                     runs.append(scrape(c))
             median = statistics.median(r[0] for r in runs) * 1000
-            _, size, series = runs[-1]
-            print(f"  scrape: median {median:.0f} ms, {size / 1024:.0f} KiB, {series} series")
+            _, size, series, wire = runs[-1]
+            print(
+                f"  scrape: median {median:.0f} ms, {size / 1024:.0f} KiB "
+                f"({wire / 1024:.0f} KiB on the wire), {series} series"
+            )
             print("  Send, no scrape:      " + quantiles(send_latencies(base, seconds, 0)))
             print(
                 f"  Send, {SCRAPERS} scrapers:      "

@@ -85,3 +85,20 @@ def test_a_scrape_reuses_a_second_old_collection_observe_never_does(
             r.raise_for_status()
     after = reads(b)  # Observe: a collection of its own, never a reused one
     assert after - before == READS_PER_COLLECTION, (before, after)
+
+
+def test_a_scrape_is_gzip_when_asked(broker_factory: BrokerFactory) -> None:
+    """Prometheus asks for gzip: the same text, compressed (a 10,000-queue exposition is
+    19 MB as text); a client that does not ask gets the text."""
+    b = broker_factory({"MQLITE_MONITOR_TOKENS": MONITOR, "MQLITE_METRICS": "on"})
+    b.create_queue()
+    auth = {"Authorization": f"Bearer {MONITOR}"}
+    with httpx.Client(base_url=b.base_url, timeout=30) as c:
+        plain = c.get("/metrics", headers={**auth, "Accept-Encoding": "identity"})
+        packed = c.get("/metrics", headers={**auth, "Accept-Encoding": "gzip"})
+        refused = c.get("/metrics", headers={**auth, "Accept-Encoding": "gzip;q=0"})
+    assert "content-encoding" not in plain.headers
+    assert "content-encoding" not in refused.headers
+    assert packed.headers["content-encoding"] == "gzip"
+    raw = int(packed.headers["content-length"])
+    assert packed.content == plain.content and raw < len(plain.content) / 5

@@ -57,6 +57,16 @@ def error_response(exc: errors.MQLiteError) -> Response:
     return Response(wire.error_body(exc), status_code=exc.http_status, media_type=JSON)
 
 
+def accepts_gzip(accept_encoding: str) -> bool:
+    """``gzip`` is listed without ``q=0`` (Prometheus sends ``gzip``)."""
+    for item in accept_encoding.split(","):
+        coding, _, params = item.strip().partition(";")
+        if coding.strip().lower() == "gzip":
+            q = params.strip().lower().removeprefix("q=").strip()
+            return not params or q not in ("0", "0.0", "0.00", "0.000")
+    return False
+
+
 class BrokerApp:
     """The ASGI callable gunicorn's worker serves; ``begin_drain`` starts a shutdown."""
 
@@ -218,7 +228,13 @@ class BrokerApp:
         try:
             principal = await meter.authenticate(self.authenticator, request.scope["headers"])
             meter.authorize(principal, "monitor", auth_enabled=self.settings.auth)
-            body = await (await self.observations.recent()).exposition()
+            shared = await self.observations.recent()
+            if accepts_gzip(request.headers.get("accept-encoding", "")):
+                body = await shared.exposition_gzip()
+                headers = {"content-type": metrics.CONTENT_TYPE, "content-encoding": "gzip"}
+            else:
+                body = await shared.exposition()
+                headers = {"content-type": metrics.CONTENT_TYPE}
         except errors.MQLiteError as exc:
             return error_response(exc)  # the envelope, like every other error
-        return Response(body, headers={"content-type": metrics.CONTENT_TYPE})
+        return Response(body, headers={**headers, "vary": "Accept-Encoding"})
