@@ -201,6 +201,8 @@ def test_queue_gauges_are_written_byte_for_byte_as_prometheus_client_would(
         QueueGauges("orders", "queue", 3, 1, 0, 2, 5, 0, 11, 12_500),
         QueueGauges('we"ird\\name\nx', "subscription", 0, 0, 0, 0, 0, 0, 0, 0),
         QueueGauges("big", "queue", 12_345_678, 0, 7, 0, 0, 7, 12_345_685, 86_400_001),
+        # Past the slices the renderer pauses between (metrics_queues.YIELD_EVERY).
+        *(QueueGauges(f"q{i:04d}", "queue", i, 0, 0, 0, 0, 0, i, i) for i in range(600)),
     )
     messages = tuple(
         MessageEffect(q.queue, event, n)
