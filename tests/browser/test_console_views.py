@@ -175,3 +175,13 @@ def test_the_data_turns_stale_when_the_broker_stops(
             re.compile(r"Backend\s*local(?! file)")
         )
         cp.screenshot("stale")
+
+
+def test_a_route_with_a_malformed_escape_shows_not_found(console: ConsolePage) -> None:
+    console.signed_in(ADMIN_TOKEN)
+    console.go("queues/%E0%A4%A")  # decodeURIComponent throws URIError on it
+    console.heading("Not found")
+    expect(console.page.get_by_role("link", name="Go to the overview")).to_be_visible()
+    assert console.problems() == []  # no uncaught error
+    console.go("queues")  # the router still works
+    console.heading("Queues")
