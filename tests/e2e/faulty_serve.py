@@ -22,15 +22,20 @@ TRIGGER = os.environ["FAULTY_SERVE_TRIGGER"]
 SQLITE_IOERR = 10
 
 
-# Optional: while the file named by FAULTY_SERVE_SLOW_TRIGGER exists, every transaction
-# first holds the writer for SLOW_S (a writer kept busy, as a long Purge keeps it).
+# Optional: a transaction that starts while the file named by FAULTY_SERVE_SLOW_TRIGGER
+# exists holds the writer until the file is removed (at most HOLD_S), as a long Purge
+# would; it first creates ``<trigger>.held`` so the test knows the writer is taken.
 SLOW_TRIGGER = os.environ.get("FAULTY_SERVE_SLOW_TRIGGER", "")
-SLOW_S = 1.5
+HOLD_S = 30.0
 
 
 def unreadable(kind: str) -> None:
     if kind == "transaction" and SLOW_TRIGGER and os.path.exists(SLOW_TRIGGER):
-        time.sleep(SLOW_S)
+        with open(SLOW_TRIGGER + ".held", "w"):
+            pass
+        deadline = time.monotonic() + HOLD_S
+        while os.path.exists(SLOW_TRIGGER) and time.monotonic() < deadline:
+            time.sleep(0.01)
     if os.path.exists(TRIGGER):
         exc = sqlite3.OperationalError(f"disk I/O error (test fault on {kind})")
         exc.sqlite_errorcode = SQLITE_IOERR  # type: ignore[attr-defined]

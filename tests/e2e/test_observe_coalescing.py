@@ -1,7 +1,7 @@
 """Concurrent scrapes share one collection (issue 26: four concurrent /metrics scrapes of
 10,000 queues moved another client's Send p50 from 1.9 ms to 357 ms). A real broker whose
-writer is held by a slow transaction (``faulty_serve``'s slow seam) receives N scrapes
-while it is busy: they are answered by ONE collection and one render, counted by the
+writer is held by a transaction (``faulty_serve``'s slow seam) receives N scrapes while
+it is busy: they are answered by ONE collection and one render, counted by the
 storage reads only a collection makes (the read probe and the grouped scan). A scrape
 right after reuses that collection; an Observe call never does."""
 
@@ -51,9 +51,12 @@ def test_concurrent_scrapes_cause_one_collection(
     time.sleep(SCRAPE_REUSE_S + 0.1)  # e2e: past the window in which a scrape reuses it
     slow.touch()
     writer_busy = threading.Thread(target=b.send, args=(queue, "x"))
-    writer_busy.start()  # its transaction holds the writer for 1.5 s
-    time.sleep(0.3)  # e2e: let the Send reach its transaction
-    os.unlink(slow)  # later transactions are quick again; this one still sleeps
+    writer_busy.start()  # its transaction holds the writer until `slow` is removed
+    held = tmp_path / "slow.held"
+    deadline = time.monotonic() + 30
+    while not held.exists():
+        assert time.monotonic() < deadline, "the Send never took the writer"
+        time.sleep(0.01)
     bodies: list[bytes] = []
 
     def scrape() -> None:
@@ -65,6 +68,8 @@ def test_concurrent_scrapes_cause_one_collection(
     scrapers = [threading.Thread(target=scrape) for _ in range(SCRAPES)]
     for t in scrapers:
         t.start()
+    time.sleep(2.0)  # e2e: every scrape reaches the broker while the writer is held
+    os.unlink(slow)
     for t in [writer_busy, *scrapers]:
         t.join(30)
     assert len(bodies) == SCRAPES and len(set(bodies)) == 1  # one render, served to all
