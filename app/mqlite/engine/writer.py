@@ -8,8 +8,12 @@ Calls that queue up while the thread works run together inside ONE outer transac
 each its own savepoint -- a failing call undoes only its own writes and gets its own
 exception -- the batch commits once, and only then are the callers answered: a success is
 never reported for a write that did not commit, and a failed commit fails every call of
-the batch. Under concurrency that turns N commits and N wake-ups into one of each, for
-the server and for threaded embedded users alike.
+the batch. Once the batch's transaction is lost (a remote stream cut, the server
+restarted) nothing more of it runs: its COMMIT is not sent and every call is answered
+"nothing committed" (a later call would otherwise open a new transaction and commit
+alone: issue 26); a COMMIT whose answer was lost is ``OutcomeUnknown`` for every call.
+Under concurrency that turns N commits and N wake-ups into one of each, for the server
+and for threaded embedded users alike.
 
 An uncontended synchronous call (the single-threaded embedded user) takes the free token
 and runs inline on its own thread: the same serialization without a thread hop, which
@@ -221,10 +225,12 @@ class Writer:
                 call.invoke(self.translate)
             return
         try:
-            with self._store.transaction(batch=True):  # not an operation of its own
+            with self._store.transaction(batch=True) as conn:  # not an operation of its own
                 for i, call in enumerate(batch, 1):
                     call.invoke(self.translate)  # the engine's transaction nests as a savepoint
                     killpoints.reached("batch.call", i, len(batch))
+                    if not conn.in_transaction:
+                        break  # the batch's transaction is lost: run nothing more of it
         except BaseException as exc:
             failure = self.translate(exc) if isinstance(exc, sqlite3.Error) else exc
             for call in batch:  # nothing of the batch committed
