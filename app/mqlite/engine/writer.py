@@ -12,7 +12,7 @@ the batch. Once the batch's transaction is lost (a remote stream cut, the server
 restarted) nothing more of it runs: its COMMIT is not sent and every call is answered
 "nothing committed" (a later call would otherwise open a new transaction and commit
 alone: issue 26); a COMMIT whose answer was lost is ``OutcomeUnknown`` for every call.
-Under concurrency that turns N commits and N wake-ups into one of each, for the server
+Group commit turns N commits and N wake-ups into one of each under concurrency, for the server
 and for threaded embedded users alike.
 
 An uncontended synchronous call (the single-threaded embedded user) takes the free token

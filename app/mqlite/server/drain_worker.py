@@ -51,7 +51,10 @@ class DrainWorker(UvicornWorker):  # type: ignore[misc]
     async def _serve(self) -> None:
         self.config.app = self.wsgi
         pin_mmap_threshold()
-        BrokerHttpProtocol.configure(connection_cap(self.wsgi.settings.max_connections))
+        settings = self.wsgi.settings
+        BrokerHttpProtocol.configure(
+            connection_cap(settings.max_connections), admin_tokens=settings.tokens or ()
+        )
         server = DrainingServer(config=self.config)
         # gunicorn's master turns SIGINT into SIGQUIT for its worker: treat it like SIGTERM
         # (drain, finish, lifespan shutdown) rather than uvicorn-worker's abrupt quit.

@@ -34,6 +34,7 @@ class Context:
     settings: Settings
     access: str = ""  # the caller's principal access (manage, key, monitor, anonymous)
     broker: Any = None  # the BrokerApp (Observe adds its HTTP measurements)
+    share: Any = None  # the caller's shares.Share (None: no share, an admin token)
 
     @property
     def engine(self) -> Engine:
@@ -91,6 +92,8 @@ async def receive(ctx: Context, req: w.ReceiveRequest) -> Any:
     name, n, wait, delete = ctx.engine.receive_args(
         req.queue, req.max_messages, req.wait_time_ms, mode, attempt
     )
+    # A long poll counts against its credential's share of parked polls (shares.py).
+    parked = wait > 0 and ctx.broker is not None and ctx.broker.shares.park(ctx.share)
     disconnected = asyncio.Event()
     watcher = asyncio.ensure_future(_watch_disconnect(ctx.receive, disconnected)) if wait else None
     try:
@@ -100,6 +103,8 @@ async def receive(ctx: Context, req: w.ReceiveRequest) -> Any:
     finally:
         if watcher is not None:
             watcher.cancel()
+        if parked:
+            ctx.broker.shares.unpark(ctx.share)
     ctx.log["n"] = len(msgs)
     if not msgs:
         ctx.log["empty_receive"] = True
