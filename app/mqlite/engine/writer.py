@@ -101,7 +101,9 @@ class Writer:
         me = threading.get_ident()
         if self._owner == me:  # nested: already serialized (inside a call or a tx())
             return fn(*args, **kwargs)
-        if self._queue.empty() and self._token.acquire(blocking=False):
+        # Inline only when nobody waits: not even a call the thread took and holds for the
+        # token (a caller in a loop -- a chunked redrive -- would otherwise starve it).
+        if not self._taken and self._queue.empty() and self._token.acquire(blocking=False):
             self._owner = me
             try:
                 return fn(*args, **kwargs)
