@@ -211,8 +211,25 @@ class Writer:
                 finally:
                     self._owner = 0
             _answer(batch)
+            if self._store.in_doubt:
+                self._reconcile()
             if done:
                 return
+
+    def _reconcile(self) -> None:
+        """After a COMMIT of unknown outcome, reload what it may have stored at once (an
+        empty transaction runs the store's reconcile), so a revoked key stops working
+        without waiting for the next write; if the database is still away, the next
+        transaction tries again."""
+        with self._token:
+            self._owner = threading.get_ident()
+            try:
+                with self._store.transaction():
+                    pass
+            except Exception:  # still unreachable: in doubt until a transaction opens
+                pass
+            finally:
+                self._owner = 0
 
     def _execute(self, batch: list[_Call]) -> None:
         if len(batch) == 1:  # no outer transaction needed: the call commits its own
