@@ -76,11 +76,14 @@ def test_one_listen_key_parking_polls_leaves_room_for_every_other_credential(
     b = broker_factory({"MQLITE_MAX_CONNECTIONS": str(CAP)})
     polled, target = b.create_queue(), b.create_queue()
     _, listener = b.create_key(["listen"])
-    _, sender = b.create_key(["send"])
+    senders = [b.create_key(["send"])[1] for _ in range(4)]  # 5 Sends each: in their share
     b.close_clients()
     parked = polls(b, [listener] * 45, polled)
     time.sleep(1.0)  # the polls are in: parked, or refused over their share
-    assert sends(b, sender, target, 20) == [200] * 20
+    pending = [
+        request(b, senders[i % 4], "QueueService/Send", send_body(target, i)) for i in range(20)
+    ]
+    assert [status(s) for s in pending] == [200] * 20
     assert status(request(b, str(b.token), "QueueService/Send", send_body(target))) == 200
     assert healthz(b) == 200
     statuses = [status(s) for s in parked]

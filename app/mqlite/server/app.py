@@ -35,7 +35,6 @@ from mqlite.server.http_metrics import HttpMeasurements
 from mqlite.server.intake import Intake
 from mqlite.server.logging import AccessLogMiddleware, configure
 from mqlite.server.logging import stop as stop_logging
-from mqlite.server.protocol import BrokerHttpProtocol
 from mqlite.server.replication import ReplicationProbe
 from mqlite.server.rpc import RpcDispatcher
 from mqlite.server.runtime import Runtime
@@ -67,8 +66,8 @@ class BrokerApp:
         self.http_metrics = HttpMeasurements(r.name for r in wire.ROUTES)
         self.replication: ReplicationProbe | None = None
         self.intake = Intake()
-        # Each credential's share of the connection cap (the worker configures the cap).
-        self.shares = CredentialShares(lambda: BrokerHttpProtocol.max_connections)
+        # Each credential's share of the connection cap (the worker sets the effective cap).
+        self.shares = CredentialShares(settings.max_connections)
         self.authenticator = auth.Authenticator(
             settings.tokens, settings.monitor_tokens, self._lookup_key, self._key_refusal
         )

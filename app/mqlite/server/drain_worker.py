@@ -22,6 +22,7 @@ from mqlite import defaults
 from mqlite.server.fdlimit import connection_cap
 from mqlite.server.memory import pin_mmap_threshold
 from mqlite.server.protocol import BrokerHttpProtocol
+from mqlite.server.shares import reserve_for
 
 
 class DrainingServer(Server):
@@ -52,9 +53,9 @@ class DrainWorker(UvicornWorker):  # type: ignore[misc]
         self.config.app = self.wsgi
         pin_mmap_threshold()
         settings = self.wsgi.settings
-        BrokerHttpProtocol.configure(
-            connection_cap(settings.max_connections), admin_tokens=settings.tokens or ()
-        )
+        cap = connection_cap(settings.max_connections)
+        BrokerHttpProtocol.configure(cap, privileged=reserve_for(settings.tokens or ()))
+        self.wsgi.shares.cap = cap  # each credential's share is of the effective cap
         server = DrainingServer(config=self.config)
         # gunicorn's master turns SIGINT into SIGQUIT for its worker: treat it like SIGTERM
         # (drain, finish, lifespan shutdown) rather than uvicorn-worker's abrupt quit.

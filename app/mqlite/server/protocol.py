@@ -19,8 +19,9 @@ adds, per connection:
   head with nothing sent yet is closed to make room; if none is, the new request is
   answered ``503 unavailable``; far over it (descriptors about to run out) a new
   connection is closed at once. The last ``CONNECTION_RESERVE_PERCENT`` of the cap is
-  kept for ``/healthz`` and the configured administrator tokens: other requests are
-  refused (or make room) at ``cap - reserve`` (each credential's share: ``shares.py``).
+  kept for privileged requests (``/healthz``; the broker adds its administrator tokens):
+  others are refused (or make room) at ``cap - reserve`` (each credential's share of the
+  rest: ``shares.py``).
 - **An answer before the body** (a refusal, ``/healthz``): the rest of the body must
   follow within ``ANSWERED_BODY_LINGER_S``, during which the connection holds no slot,
   or it is closed -- a slow body to an open path cannot hold a slot for the body deadline.
@@ -30,14 +31,21 @@ adds, per connection:
 from __future__ import annotations
 
 import asyncio
-from collections.abc import Sequence
+from collections.abc import Callable
 from typing import Any, ClassVar
 
 import httptools
 from uvicorn.protocols.http.httptools_impl import STATUS_LINE, HttpToolsProtocol
 
 from mqlite import defaults, errors, wire
-from mqlite.server.auth import TokenSet, bearer_token
+
+# Which requests may take the reserved slots: the request target and its headers.
+Privileged = Callable[[bytes, list[tuple[bytes, bytes]]], bool]
+
+
+def healthz_only(target: bytes, headers: list[tuple[bytes, bytes]]) -> bool:
+    """The default: ``/healthz`` (the server adds its administrator tokens)."""
+    return target.split(b"?", 1)[0] == b"/healthz"
 
 
 def envelope_response(exc: errors.MQLiteError) -> bytes:
@@ -70,8 +78,8 @@ class BrokerHttpProtocol(HttpToolsProtocol):
     """One instance per connection (uvicorn's ``http`` protocol class)."""
 
     max_connections: ClassVar[int] = defaults.MAX_CONNECTIONS
-    reserve: ClassVar[int] = 2  # slots only /healthz and admin tokens may take
-    _admins: ClassVar[TokenSet] = TokenSet(())
+    reserve: ClassVar[int] = 2  # slots only privileged requests may take
+    _reserved_for: ClassVar[tuple[Privileged]] = (healthz_only,)  # a tuple: not a method
     # Connections waiting for a request head with no byte of it received, oldest first:
     # the ones evicted when a new connection needs room.
     _idle: ClassVar[dict[BrokerHttpProtocol, None]] = {}
@@ -80,11 +88,13 @@ class BrokerHttpProtocol(HttpToolsProtocol):
     _closing: ClassVar[set[BrokerHttpProtocol]] = set()
 
     @classmethod
-    def configure(cls, max_connections: int, admin_tokens: Sequence[str] = ()) -> None:
+    def configure(cls, max_connections: int, privileged: Privileged = healthz_only) -> None:
+        """The cap; ``privileged``: the requests the reserve is kept for (``/healthz``,
+        and the broker's administrator tokens: ``shares.reserve_for``)."""
         cls.max_connections = max(1, max_connections)
         reserve = max(2, cls.max_connections * defaults.CONNECTION_RESERVE_PERCENT // 100)
         cls.reserve = min(reserve, cls.max_connections - 1)
-        cls._admins = TokenSet(admin_tokens)
+        cls._reserved_for = (privileged,)
 
     def __init__(self, *args: Any, **kwargs: Any) -> None:
         super().__init__(*args, **kwargs)
@@ -211,11 +221,8 @@ class BrokerHttpProtocol(HttpToolsProtocol):
         return self._live() > limit or len(self.tasks) >= limit
 
     def _privileged(self) -> bool:
-        """``/healthz``, or a configured administrator token (checked only near the cap)."""
-        if self.url.split(b"?", 1)[0] == b"/healthz":
-            return True
-        token = bearer_token(self.headers)
-        return token is not None and token in self._admins
+        """May this request take a reserved slot? (Asked only near the cap.)"""
+        return self._reserved_for[0](self.url, self.headers)
 
     def on_headers_complete(self) -> None:
         self._in_head = False

@@ -17,15 +17,29 @@ caller is the same anonymous loopback user: no shares (the cap alone applies).
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 
 from mqlite import defaults, errors
-from mqlite.server.auth import ADMIN, ANONYMOUS, Principal
+from mqlite.server.auth import ADMIN, ANONYMOUS, Principal, TokenSet, bearer_token
 
 
 def share_of(cap: int, percent: int) -> int:
     """``percent`` of ``cap``, at least 1."""
     return max(1, cap * percent // 100)
+
+
+def reserve_for(admin_tokens: Sequence[str]) -> Callable[[bytes, list[tuple[bytes, bytes]]], bool]:
+    """The requests the reserved slots are kept for (the protocol asks near the cap):
+    ``/healthz``, and any request carrying a configured administrator token."""
+    admins = TokenSet(admin_tokens)
+
+    def privileged(target: bytes, headers: list[tuple[bytes, bytes]]) -> bool:
+        if target.split(b"?", 1)[0] == b"/healthz":
+            return True
+        token = bearer_token(headers)
+        return token is not None and token in admins
+
+    return privileged
 
 
 class Share:
@@ -42,8 +56,8 @@ class Share:
 class CredentialShares:
     """The counts of every credential with a request in flight (entries go at zero)."""
 
-    def __init__(self, cap: Callable[[], int]) -> None:
-        self._cap = cap  # the effective connection cap, read when a limit is needed
+    def __init__(self, cap: int) -> None:
+        self.cap = cap  # the effective connection cap (the worker sets it: fd limit)
         self._shares: dict[str, Share] = {}
 
     def enter(self, principal: Principal) -> Share | None:
@@ -54,7 +68,7 @@ class CredentialShares:
         share = self._shares.get(key)
         if share is None:
             share = self._shares[key] = Share(key)
-        limit = share_of(self._cap(), defaults.CREDENTIAL_SHARE_PERCENT)
+        limit = share_of(self.cap, defaults.CREDENTIAL_SHARE_PERCENT)
         if share.requests >= limit:
             raise errors.Unavailable(
                 f"this credential has {share.requests} requests in flight, its share of the "
@@ -73,7 +87,7 @@ class CredentialShares:
         """Count a long poll of ``share`` (False: none to count), or raise 503."""
         if share is None:
             return False
-        limit = share_of(self._cap(), defaults.PARKED_SHARE_PERCENT)
+        limit = share_of(self.cap, defaults.PARKED_SHARE_PERCENT)
         if share.parked >= limit:
             raise errors.Unavailable(
                 f"this credential has {share.parked} long polls waiting, its share of the "
