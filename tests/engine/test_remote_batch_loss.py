@@ -21,7 +21,7 @@ import pytest
 from mqlite import OutMessage, errors
 from mqlite.clock import FakeClock
 from mqlite.engine.engine import Engine
-from mqlite.engine.remote import RemoteConnection, parse_remote
+from mqlite.engine.remote import RemoteConnection, TransactionLost, parse_remote
 from sqld_harness import Sqld, StallProxy, sqld_binary, wait_until
 
 T0 = 1_700_000_000_000
@@ -156,3 +156,37 @@ def test_a_batch_whose_transaction_is_lost_runs_nothing_more_and_never_answers_5
     assert not breaches, "\n".join(breaches)
     assert len(seen) >= 8, seen  # every statement of the four calls was cut once
     assert seen[-1] == "OutcomeUnknown", seen  # the COMMIT: applied, answer lost
+
+
+@pytest.mark.parametrize("how", ["cut", "restart between statements"])
+def test_after_its_transaction_is_lost_a_connection_sends_nothing_until_rolled_back(
+    server: Sqld, how: str
+) -> None:
+    """The connection's own guard (below the store's): once the stream's transaction is
+    gone, a SAVEPOINT or a write is refused unsent -- on the restarted server it would
+    open a new transaction, or commit alone -- until ``rollback()``."""
+    proxy = StallProxy(server.port)
+    conn = RemoteConnection(parse_remote(proxy.url), "", timeout_s=5.0, sleep=lambda _s: None)
+    try:
+        conn.execute("CREATE TABLE IF NOT EXISTS lost_t(v TEXT)")
+        conn.execute("DELETE FROM lost_t")
+        conn.execute("BEGIN IMMEDIATE")
+        conn.execute("INSERT INTO lost_t VALUES ('a')")
+        if how == "cut":
+            proxy.cut_request(1, then=lambda: (server.kill(), server.start()))
+        else:
+            server.kill()
+            server.start()
+        with pytest.raises(TransactionLost):
+            conn.execute("INSERT INTO lost_t VALUES ('b')")
+        sent = proxy.requests
+        for sql in ("SAVEPOINT sp1", "INSERT INTO lost_t VALUES ('c')", "RELEASE sp1", "COMMIT"):
+            with pytest.raises(TransactionLost):
+                conn.execute(sql)
+        assert proxy.requests == sent  # refused without a request
+        conn.rollback()
+        conn.execute("INSERT INTO lost_t VALUES ('d')")
+        assert truth(server, "SELECT group_concat(v) FROM lost_t") == "d"
+    finally:
+        conn.close()
+        proxy.close()

@@ -23,8 +23,9 @@ where the engine relies on it (``execute``/``executemany``, a cursor with ``fetc
 - **A lost transaction** (the exchange of a statement inside one was cut, or the server
   no longer knows the stream: it restarted) is ``TransactionLost``, and from then on the
   connection refuses every statement, unsent, until the caller's ``rollback()`` (or a
-  ``BEGIN``): a later ``SAVEPOINT`` would otherwise open a new transaction on a fresh
-  stream and its ``RELEASE`` commit part of the caller's work alone (issue 26).
+  ``ROLLBACK``, or a ``BEGIN``): a later ``SAVEPOINT`` would otherwise open a new
+  transaction on a fresh stream and its ``RELEASE`` commit part of the caller's work
+  alone (issue 26).
 - **Retries** (internals §3: the remote store is the only one that retries), bounded by
   ``defaults.REMOTE_RETRY_BACKOFF_S`` and the first attempt's timeout, and only where they
   cannot apply anything twice: any request that never reached the server whole (the
@@ -298,6 +299,9 @@ class RemoteConnection:
         verb = sql.lstrip()[:12].upper()
         ends = verb.startswith(("COMMIT", "END", "ROLLBACK")) and not verb.startswith("ROLLBACK TO")
         if self._lost:
+            if ends and verb.startswith("ROLLBACK"):
+                self._lost = False  # nothing on the server to roll back
+                return Result((), [], 0, None)
             if not verb.startswith("BEGIN"):
                 raise TransactionLost(
                     f"remote database {self.target.masked}: the transaction was lost with "
