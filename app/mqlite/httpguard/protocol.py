@@ -1,4 +1,5 @@
-"""The worker's HTTP/1.1 protocol: uvicorn's httptools protocol with the bounds it lacks.
+"""The HTTP/1.1 protocol of every mqlite listener (the broker's worker, ``mqlite-mcp --http``):
+uvicorn's httptools protocol with the bounds it lacks.
 
 uvicorn (0.54) bounds neither the request head nor the time to send it, has no connection
 cap that answers before the descriptors run out, and answers its own errors in plain
@@ -18,10 +19,10 @@ adds, per connection:
 - **Connection cap** (``configure``): over the cap the oldest connection waiting for a
   head with nothing sent yet is closed to make room; if none is, the new request is
   answered ``503 unavailable``; far over it (descriptors about to run out) a new
-  connection is closed at once. The last ``CONNECTION_RESERVE_PERCENT`` of the cap is
-  kept for privileged requests (``/healthz``; the broker adds its administrator tokens):
-  others are refused (or make room) at ``cap - reserve`` (each credential's share of the
-  rest: ``shares.py``).
+  connection is closed at once. Configured with the requests it is kept for (the
+  broker's ``/healthz`` and administrator tokens: ``server/shares.py``, which also gives
+  each credential its share), the last ``CONNECTION_RESERVE_PERCENT`` of the cap is
+  reserved: other requests are refused (or make room) at ``cap - reserve``.
 - **An answer before the body** (a refusal, ``/healthz``): the rest of the body must
   follow within ``ANSWERED_BODY_LINGER_S``, during which the connection holds no slot,
   or it is closed -- a slow body to an open path cannot hold a slot for the body deadline.
@@ -43,9 +44,9 @@ from mqlite import defaults, errors, wire
 Privileged = Callable[[bytes, list[tuple[bytes, bytes]]], bool]
 
 
-def healthz_only(target: bytes, headers: list[tuple[bytes, bytes]]) -> bool:
-    """The default: ``/healthz`` (the server adds its administrator tokens)."""
-    return target.split(b"?", 1)[0] == b"/healthz"
+def nobody(target: bytes, headers: list[tuple[bytes, bytes]]) -> bool:
+    """The default: no reserve (``mqlite-mcp --http``: one credential for everyone)."""
+    return False
 
 
 def envelope_response(exc: errors.MQLiteError) -> bytes:
@@ -71,30 +72,31 @@ async def _unavailable(scope: Any, receive: Any, send: Any) -> None:
     await send({"type": "http.response.body", "body": body})
 
 
-OVER_CAPACITY = "the broker is at its connection limit; retry shortly"
+OVER_CAPACITY = "the server is at its connection limit; retry shortly"
 
 
-class BrokerHttpProtocol(HttpToolsProtocol):
+class GuardedHttpProtocol(HttpToolsProtocol):
     """One instance per connection (uvicorn's ``http`` protocol class)."""
 
     max_connections: ClassVar[int] = defaults.MAX_CONNECTIONS
-    reserve: ClassVar[int] = 2  # slots only privileged requests may take
-    _reserved_for: ClassVar[tuple[Privileged]] = (healthz_only,)  # a tuple: not a method
+    reserve: ClassVar[int] = 0  # slots only privileged requests may take
+    _reserved_for: ClassVar[tuple[Privileged]] = (nobody,)  # a tuple: not a method
     # Connections waiting for a request head with no byte of it received, oldest first:
     # the ones evicted when a new connection needs room.
-    _idle: ClassVar[dict[BrokerHttpProtocol, None]] = {}
+    _idle: ClassVar[dict[GuardedHttpProtocol, None]] = {}
     # Closed by us, not yet gone (connection_lost comes a loop turn later): not counted
     # against the cap, or a burst of evictions would evict (and refuse) twice.
-    _closing: ClassVar[set[BrokerHttpProtocol]] = set()
+    _closing: ClassVar[set[GuardedHttpProtocol]] = set()
 
     @classmethod
-    def configure(cls, max_connections: int, privileged: Privileged = healthz_only) -> None:
-        """The cap; ``privileged``: the requests the reserve is kept for (``/healthz``,
-        and the broker's administrator tokens: ``shares.reserve_for``)."""
+    def configure(cls, max_connections: int, privileged: Privileged | None = None) -> None:
+        """The cap; ``privileged``: the requests a reserve of the cap is kept for (the
+        broker's: ``/healthz`` and its administrator tokens, ``server.shares.reserve_for``);
+        None keeps no reserve."""
         cls.max_connections = max(1, max_connections)
         reserve = max(2, cls.max_connections * defaults.CONNECTION_RESERVE_PERCENT // 100)
-        cls.reserve = min(reserve, cls.max_connections - 1)
-        cls._reserved_for = (privileged,)
+        cls.reserve = 0 if privileged is None else min(reserve, cls.max_connections - 1)
+        cls._reserved_for = (privileged or nobody,)
 
     def __init__(self, *args: Any, **kwargs: Any) -> None:
         super().__init__(*args, **kwargs)
@@ -211,8 +213,8 @@ class BrokerHttpProtocol(HttpToolsProtocol):
     # -- parser callbacks -----------------------------------------------------------------
 
     def _over_cap(self) -> bool:
-        """Is there no slot for this request? Past ``cap - reserve`` only ``/healthz``
-        and the administrator tokens get one; idle connections make room first."""
+        """Is there no slot for this request? Past ``cap - reserve`` only privileged
+        requests get one (``configure``); idle connections make room first."""
         limit = self.max_connections
         if self._live() > limit - self.reserve and not self._privileged():
             limit -= self.reserve
