@@ -361,3 +361,25 @@ def test_a_batch_counts_each_call_and_a_failed_batch_commit_counts_nothing(
     assert effects(eng) == {("q", "enqueued"): 3}  # none of the failed batch
     # One failed COMMIT: one failed operation (a lone call commits its own, also once).
     assert 1 <= ops(eng)["transaction", "error", "io"] <= 3
+
+
+def test_a_reload_after_an_unknown_commit_outcome_drops_vanished_queues_counters(
+    eng: Engine,
+) -> None:
+    """After a COMMIT of unknown outcome the catalog is read again (core.py); a delete
+    that did commit ran no after-commit callback, so the reload drops its counters."""
+    for name in ("gone", "kept"):
+        eng.create_queue(name)
+        eng.send(name, [msg()])
+    (m,) = eng.receive("gone", 1)
+    eng.complete("gone", m.seq_number, m.lock_token)
+    with eng.tx() as tx:  # the delete's rows, committed without its callbacks
+        tx.execute("DELETE FROM queues WHERE name = 'gone'")
+
+    def reload() -> None:
+        with eng.store.transaction() as conn:
+            eng._reload_published(conn)
+
+    eng.writer.call_on_thread(reload)
+    assert {q for q, _ in effects(eng)} == {"kept"}
+    assert {m.queue for m in eng.observe().messages} == {"kept"}

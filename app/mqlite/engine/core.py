@@ -140,6 +140,7 @@ class EngineCore:
         notifier = self.notifier
         names = set(self.catalog.queues())
         self.store.after_commit(lambda: notifier.notify_all(names))
+        self.effects.keep_only(names)  # a delete that did commit takes its counters
         log.warning("reloaded the catalog and the access keys after a commit of unknown outcome")
 
     def _recover(self) -> None:

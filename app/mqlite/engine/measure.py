@@ -137,6 +137,12 @@ class MessageEffects:
 
         store.after_commit(forget)
 
+    def keep_only(self, queues: set[str]) -> None:
+        """Drop the counters of every queue not in ``queues`` (after a commit of unknown
+        outcome the catalog is read again: a delete that committed ran no callback)."""
+        for queue in [q for q in self.by_queue if q not in queues]:
+            del self.by_queue[queue]
+
     def snapshot(self) -> dict[str, dict[str, int]]:
         """A copy (take it on the writer; the zero-fill is done after, off it)."""
         return {queue: dict(counts) for queue, counts in self.by_queue.items()}
