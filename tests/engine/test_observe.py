@@ -17,6 +17,7 @@ from mqlite.clock import FakeClock
 from mqlite.engine import Engine, store
 from mqlite.engine.measure import EVENTS
 from mqlite.engine.observe import QUEUE_GAUGES_SQL
+from mqlite.server.metrics import render
 from mqlite.types import OutMessage, QueueConfig
 
 START = 1_700_000_000_000
@@ -195,6 +196,7 @@ def test_a_deleted_queue_takes_its_counters_with_it(eng: Engine) -> None:
     deleted name starts from zero."""
     eng.create_queue("stays")
     before = eng.observe().messages
+    series = _series(eng)
     for i in range(200):
         eng.create_queue(f"reply-{i}")
         eng.send(f"reply-{i}", [msg()])
@@ -207,8 +209,15 @@ def test_a_deleted_queue_takes_its_counters_with_it(eng: Engine) -> None:
     eng.complete("sub", m.seq_number, m.lock_token)
     eng.unsubscribe("t", "sub")
     assert eng.observe().messages == before
+    assert _series(eng) == series  # /metrics, rendered from the same observation
     eng.create_queue("reply-0")
     assert {m.count for m in eng.observe().messages if m.queue == "reply-0"} == {0}
+
+
+def _series(eng: Engine) -> set[str]:
+    """The /metrics series names with their labels (values and timestamps left out)."""
+    text = render(eng.observe()).decode()
+    return {line.rsplit(" ", 1)[0] for line in text.splitlines() if not line.startswith("#")}
 
 
 def test_a_delete_whose_commit_fails_keeps_the_counters(
