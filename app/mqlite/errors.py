@@ -82,6 +82,12 @@ class NameConflict(MQLiteError):
     http_status = 409
 
 
+class QueueConfigDiffers(NameConflict):
+    """the queue exists with a different configuration; ensure_queue(strict=True) left it as it is."""
+
+    reason = "queue_config_differs"
+
+
 class KeyConflict(MQLiteError):
     """an access key with this id or token digest is already registered."""
 
@@ -299,6 +305,7 @@ def _reason_classes() -> Mapping[str, type[MQLiteError]]:
         UnsupportedMediaType,
         HeadersTooLarge,
         RequestTimeout,
+        QueueConfigDiffers,
     ):
         assert cls.reason not in table, f"duplicate reason {cls.reason}"
         assert issubclass(cls, BY_CODE[cls.code]), f"{cls.__name__} must refine its code"

@@ -40,6 +40,16 @@ def register(sub: Any, common: argparse.ArgumentParser) -> None:
     )
     p.add_argument("--dlq-max-count", type=a.signed, default=0, help="0 inherits, -1 unbounded")
     p.add_argument("--dlq-max-bytes", type=a.signed, default=0, help="0 inherits, -1 unbounded")
+    p.add_argument(
+        "--if-absent",
+        action="store_true",
+        help="create only if the name is free; an existing queue is left as it is",
+    )
+    p.add_argument(
+        "--strict",
+        action="store_true",
+        help="with --if-absent: fail (exit 1) if the existing queue's config differs",
+    )
     p.set_defaults(handler=create_queue)
 
     p = sub.add_parser("delete-queue", parents=[common], help="delete an empty queue")
@@ -92,6 +102,10 @@ def create_queue(ctx: Context) -> int:
         dlq_max_count=g.dlq_max_count,
         dlq_max_bytes=g.dlq_max_bytes,
     )
+    if g.strict and not g.if_absent:
+        raise UsageError("--strict goes with --if-absent")
+    if g.if_absent:
+        return _ensure_queue(ctx, cfg)
     info = ctx.client.create_queue(g.name, cfg)
     if ctx.out.json:
         ctx.out.obj(
@@ -104,6 +118,29 @@ def create_queue(ctx: Context) -> int:
         f"max-delivery={c.max_delivery_count} ordering={c.ordering_mode}"
         + (f" generation={info.generation}" if info.generation else "")
     )
+    return 0
+
+
+def _ensure_queue(ctx: Context, cfg: QueueConfig) -> int:
+    """``create-queue --if-absent``: EnsureQueue, saying what it found."""
+    g = ctx.args
+    found = ctx.client.ensure_queue(g.name, cfg, g.strict)
+    if ctx.out.json:
+        ctx.out.wire(wire.ENSURE_QUEUE, wire.EnsureQueueResponse.of(found))
+        return 0
+    info, c = found.queue, found.queue.config
+    if found.created:
+        ctx.out.line(
+            f"queue {info.name} created: lock={ms_text(c.lock_duration_ms)} "
+            f"max-delivery={c.max_delivery_count} ordering={c.ordering_mode}"
+        )
+    elif found.differs:
+        ctx.out.line(
+            f"queue {info.name} exists; left as it is (it differs in "
+            f"{', '.join(found.differs)}; create-queue without --if-absent reconfigures it)"
+        )
+    else:
+        ctx.out.line(f"queue {info.name} exists with this config; left as it is")
     return 0
 
 
