@@ -230,6 +230,13 @@ class SchemaVersionMismatch(MQLiteError):
     http_status = 500
 
 
+class DatabaseNotWritable(MQLiteError):
+    """the database file or its directory cannot be written by this process."""
+
+    code = "internal"
+    http_status = 500
+
+
 class Closed(MQLiteError):
     """the engine is closed."""
 

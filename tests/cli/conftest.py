@@ -7,6 +7,8 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
+
+import mqlite
 from cli_support import (
     ADMIN_TOKEN,
     Broker,
@@ -28,7 +30,9 @@ def broker(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Broker]:
 
 @pytest.fixture
 def embedded_cli(tmp_path: Path) -> Cli:
+    """An existing (empty) database: read-only commands never create one (issue 31)."""
     db = tmp_path / "mq.db"
+    mqlite.open_embedded(f"file:{db}", background=False).close()
     return Cli("embedded", base_env(MQLITE_DB=f"file:{db}"), db)
 
 

@@ -3,7 +3,16 @@ a real ``mqlite`` subprocess's stdout, stderr and exit code (embedded and client
 
 from __future__ import annotations
 
-from cli_support import Cli
+import json
+import os
+import socket
+import subprocess
+import sys
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+from cli_support import RUN_TIMEOUT_S, Cli, base_env, free_port, mqlite_cmd
 
 
 # -- create-queue --if-absent (item 1) ---------------------------------------------------
@@ -40,3 +49,165 @@ def test_create_queue_if_absent_strict_fails_on_a_difference(cli: Cli, queue: st
     assert b"dedup_window_ms" in r.stderr and b"left as it is" in r.stderr
     r = cli.run("create-queue", queue, "--strict")
     assert r.returncode == 2 and b"--strict goes with --if-absent" in r.stderr
+
+
+# -- a database nobody may write (item 2) ------------------------------------------------
+
+
+def unprivileged(cmd: list[str]) -> list[str]:
+    """``cmd`` without the power to ignore file permissions: as root (CI containers) the
+    DAC-override capabilities are dropped from the bounding set, so a 0555 directory
+    refuses writes exactly as it does for a normal user."""
+    if os.geteuid() != 0:
+        return cmd
+    return ["setpriv", "--bounding-set=-dac_override,-dac_read_search", "--", *cmd]
+
+
+@pytest.fixture
+def read_only_dir(tmp_path: Path) -> Iterator[Path]:
+    d = tmp_path / "ro"
+    d.mkdir()
+    d.chmod(0o555)
+    yield d
+    d.chmod(0o755)
+
+
+def test_a_read_only_directory_is_one_line_naming_path_operation_and_fix(
+    read_only_dir: Path,
+) -> None:
+    db = read_only_dir / "mq.db"
+    r = subprocess.run(
+        unprivileged(mqlite_cmd("create-queue", "q")),
+        env=base_env(MQLITE_DB=f"file:{db}"),
+        capture_output=True,
+        text=True,
+        timeout=RUN_TIMEOUT_S,
+    )
+    assert (r.returncode, r.stdout) == (1, "")
+    assert r.stderr == (
+        f"error: cannot create the lock file {db}.lock: permission denied; make "
+        f"{read_only_dir} writable by this process (uid {os.getuid()}) or set "
+        "MQLITE_DB=file:PATH to a writable directory\n"
+    )
+
+
+def test_serve_refuses_a_read_only_directory_in_one_json_line(read_only_dir: Path) -> None:
+    db = read_only_dir / "mq.db"
+    r = subprocess.run(
+        unprivileged(mqlite_cmd("serve", "--addr", f"127.0.0.1:{free_port()}")),
+        env=base_env(MQLITE_DB=f"file:{db}"),
+        capture_output=True,
+        text=True,
+        timeout=RUN_TIMEOUT_S,
+    )
+    assert r.returncode == 1 and "Traceback" not in r.stderr, r.stderr
+    (line,) = r.stderr.splitlines()
+    record = json.loads(line)
+    assert record["level"] == "ERROR"
+    assert record["msg"].startswith(f"cannot create files beside the database {db}: ")
+    assert "MQLITE_DB=file:PATH" in record["msg"] and str(read_only_dir) in record["msg"]
+
+
+def test_embedded_raises_a_typed_error_for_a_read_only_directory(read_only_dir: Path) -> None:
+    code = (
+        "import mqlite\n"
+        "try:\n"
+        f"    mqlite.open_embedded('file:{read_only_dir}/mq.db')\n"
+        "except mqlite.errors.DatabaseNotWritable as e:\n"
+        "    print('typed:', e)\n"
+    )
+    r = subprocess.run(
+        unprivileged([sys.executable, "-c", code]),
+        env=base_env(),
+        capture_output=True,
+        text=True,
+        timeout=RUN_TIMEOUT_S,
+    )
+    assert r.stdout.startswith(f"typed: cannot create the lock file {read_only_dir}/mq.db.lock"), r
+
+
+# -- a read-only command never creates a database (item 3) -------------------------------
+
+
+@pytest.mark.parametrize(
+    "args",
+    [("observe",), ("peek", "q"), ("list",), ("metrics", "q"), ("status",), ("key", "list")],
+    ids=" ".join,
+)
+def test_a_read_only_command_never_creates_a_database(
+    args: tuple[str, ...], tmp_path: Path
+) -> None:
+    db = tmp_path / "mq.db"
+    r = subprocess.run(
+        mqlite_cmd(*args),
+        env=base_env(MQLITE_DB=f"file:{db}"),
+        capture_output=True,
+        text=True,
+        timeout=RUN_TIMEOUT_S,
+    )
+    assert (r.returncode, r.stdout) == (1, "")
+    assert r.stderr == (
+        f"error: no database at {db} ({args[0]} reads an existing database and never creates "
+        "one); to reach a running broker pass --endpoint http://127.0.0.1:6754 or set "
+        "MQLITE_ENDPOINT, with MQLITE_TOKEN set to its token; to read another file set "
+        "MQLITE_DB=file:PATH\n"
+    )
+    assert list(tmp_path.iterdir()) == []  # no mq.db, no lock file
+
+
+def test_observe_after_make_run_names_the_broker_not_a_new_file(tmp_path: Path) -> None:
+    """The first-hour trap: ``mqlite observe`` in the clone with no MQLITE_* set."""
+    r = subprocess.run(
+        mqlite_cmd("observe"),
+        env=base_env(),
+        cwd=tmp_path,
+        capture_output=True,
+        text=True,
+        timeout=RUN_TIMEOUT_S,
+    )
+    assert r.returncode == 1
+    assert f"error: no database at {tmp_path}/mq.db " in r.stderr
+    assert "--endpoint" in r.stderr and "MQLITE_TOKEN" in r.stderr
+    assert not (tmp_path / "mq.db").exists()
+
+
+def test_an_endpoint_without_a_token_names_mqlite_token(client_cli: Cli) -> None:
+    env = {k: v for k, v in client_cli.env.items() if k != "MQLITE_TOKEN"}
+    r = subprocess.run(
+        mqlite_cmd("list", "--endpoint", client_cli.endpoint),
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=RUN_TIMEOUT_S,
+    )
+    assert r.returncode == 1
+    assert r.stderr.startswith("error: missing or invalid Bearer token")
+    assert f"no token was sent to {client_cli.endpoint}: set MQLITE_TOKEN" in r.stderr
+    wrong = subprocess.run(
+        mqlite_cmd("list", "--endpoint", client_cli.endpoint, "--token", "mqk_wrong"),
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=RUN_TIMEOUT_S,
+    )
+    assert wrong.returncode == 1 and "no token was sent" not in wrong.stderr  # one was sent
+
+
+# -- a failed start leaves nothing behind (item 10) --------------------------------------
+
+
+def test_a_serve_that_cannot_bind_leaves_no_database_or_lock_file(tmp_path: Path) -> None:
+    with socket.socket() as taken:
+        taken.bind(("127.0.0.1", 0))
+        taken.listen()
+        port = taken.getsockname()[1]
+        r = subprocess.run(
+            mqlite_cmd("serve", "--addr", f"127.0.0.1:{port}"),
+            env=base_env(MQLITE_DB=f"file:{tmp_path}/mq.db"),
+            capture_output=True,
+            text=True,
+            timeout=RUN_TIMEOUT_S,
+        )
+    assert r.returncode == 1 and "Traceback" not in r.stderr
+    assert str(port) in json.loads(r.stderr.splitlines()[-1])["msg"]
+    assert sorted(p.name for p in tmp_path.iterdir()) == []

@@ -46,7 +46,7 @@ def register(sub: Any, common: argparse.ArgumentParser) -> None:
     p.add_argument("--state", choices=[s.value for s in State], default=None)
     p.add_argument("--from", dest="from_seq", type=a.non_negative, default=0)
     p.add_argument("--max", type=a.non_negative, default=16)
-    p.set_defaults(handler=peek)
+    p.set_defaults(handler=peek, read_only=True)
 
 
 def _out_message(ctx: Context) -> OutMessage:

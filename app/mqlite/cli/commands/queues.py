@@ -70,15 +70,15 @@ def register(sub: Any, common: argparse.ArgumentParser) -> None:
     p.set_defaults(handler=unsubscribe)
 
     p = sub.add_parser("list", parents=[common], help="list queues")
-    p.set_defaults(handler=list_queues)
+    p.set_defaults(handler=list_queues, read_only=True)
     p = sub.add_parser("list-subscriptions", parents=[common], help="list subscriptions")
-    p.set_defaults(handler=list_subscriptions)
+    p.set_defaults(handler=list_subscriptions, read_only=True)
 
     p = sub.add_parser("metrics", parents=[common], help="queue counters")
     p.add_argument("queue")
-    p.set_defaults(handler=metrics)
+    p.set_defaults(handler=metrics, read_only=True)
     p = sub.add_parser("status", parents=[common], help="backend snapshot")
-    p.set_defaults(handler=status)
+    p.set_defaults(handler=status, read_only=True)
 
     p = sub.add_parser("test-filter", parents=[common], help="dry-run a subscription filter")
     p.add_argument("expr")
@@ -87,7 +87,7 @@ def register(sub: Any, common: argparse.ArgumentParser) -> None:
     p.add_argument("--subject", default="")
     p.add_argument("--group", default="")
     p.add_argument("--prop", default="", metavar="K=V,K=V", help="sample properties")
-    p.set_defaults(handler=test_filter)
+    p.set_defaults(handler=test_filter, read_only=True)
 
 
 def create_queue(ctx: Context) -> int:
