@@ -211,3 +211,51 @@ def test_a_serve_that_cannot_bind_leaves_no_database_or_lock_file(tmp_path: Path
     assert r.returncode == 1 and "Traceback" not in r.stderr
     assert str(port) in json.loads(r.stderr.splitlines()[-1])["msg"]
     assert sorted(p.name for p in tmp_path.iterdir()) == []
+
+
+# -- send sets what filters read; peek shows it (items 7, 10) ---------------------------
+
+
+def test_send_sets_properties_content_type_correlation_subject_and_ttl(
+    cli: Cli, queue: str
+) -> None:
+    cli.setup_queue(queue)
+    cli.ok(
+        "send", queue, "hi", "--prop", "region=eu", "--prop", "tier=gold", "--prop", "x=a=b",
+        "--content-type", "application/json", "--correlation-id", "req-1",
+        "--subject", "orders.created", "--ttl", "1h",
+    )  # fmt: skip
+    with cli.sdk() as c:
+        (m,) = c.peek(queue)
+    assert m.properties == {"region": "eu", "tier": "gold", "x": "a=b"}
+    assert (m.content_type, m.correlation_id, m.subject) == (
+        "application/json",
+        "req-1",
+        "orders.created",
+    )
+    assert m.expires_at_ms - m.enqueued_at_ms == 3_600_000
+    r = cli.run("send", queue, "x", "--prop", "novalue")
+    assert r.returncode == 2 and b"'novalue' is not K=V" in r.stderr
+
+
+def test_a_publish_that_matched_no_subscription_says_so(cli: Cli, queue: str) -> None:
+    topic = queue + "-events"
+    cli.ok("subscribe", topic, queue + "-eu", "--expr", 'properties["region"] == "eu"')
+    hit = cli.ok("send", topic, "a", "--prop", "region=eu")
+    assert hit.startswith(f"sent {topic} seq=")
+    miss = cli.run("send", topic, "b", "--prop", "region=us")
+    assert (miss.returncode, miss.stdout.decode()) == (
+        0,
+        f"published to topic {topic}: it matched no subscription (not stored)\n",
+    )
+    as_json = cli.run("send", topic, "b", "-o", "json")
+    assert as_json.returncode == 0 and json.loads(as_json.stdout) == {"seq_numbers": [0]}
+    assert b"matched no subscription" in as_json.stderr
+
+
+def test_peek_shows_subject_and_properties(cli: Cli, queue: str) -> None:
+    cli.setup_queue(queue)
+    cli.ok("send", queue, "hi", "--subject", "orders.created", "--prop", "region=eu")
+    header, row = cli.ok("peek", queue).splitlines()
+    assert header.split()[7:9] == ["SUBJECT", "PROPERTIES"]
+    assert "orders.created" in row.split() and "region=eu" in row.split()
