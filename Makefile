@@ -77,6 +77,7 @@ lint: $(LINTERS)
 	$(VENV)/bin/mypy
 	$(VENV)/bin/lint-imports
 	$(PY) scripts/gen_sdk.py --check
+	$(PY) scripts/gen_docs_tables.py --check
 
 # The side-by-side suite (issue 17; docs/benchmarks.md): installs the peers it lacks
 # (tests/bench/suite/deps.sh), starts and stops them itself, regenerates the report.

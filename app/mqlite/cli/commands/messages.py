@@ -29,7 +29,7 @@ def _message_flags(p: argparse.ArgumentParser) -> None:
         default=[],
         type=_prop,
         metavar="K=V",
-        help="application property (repeatable): what filters read as properties[\"K\"]",
+        help='application property (repeatable): what filters read as properties["K"]',
     )
     p.add_argument(
         "--ttl", type=a.duration, metavar="DURATION", default=None, help="per-message TTL"
