@@ -224,7 +224,7 @@ class DBLocked(MQLiteError):
 
 
 class SchemaVersionMismatch(MQLiteError):
-    """database schema version does not match this mqlite; recreate it (mqlite never migrates)."""
+    """database schema version is not one this mqlite opens or migrates (token 5 is migrated)."""
 
     code = "internal"
     http_status = 500
