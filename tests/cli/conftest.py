@@ -29,11 +29,17 @@ def broker(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Broker]:
 
 
 @pytest.fixture
-def embedded_cli(tmp_path: Path) -> Cli:
-    """An existing (empty) database: read-only commands never create one (issue 31)."""
+def no_db_cli(tmp_path: Path) -> Cli:
+    """Embedded on a database file that does not exist yet."""
     db = tmp_path / "mq.db"
-    mqlite.open_embedded(f"file:{db}", background=False).close()
     return Cli("embedded", base_env(MQLITE_DB=f"file:{db}"), db)
+
+
+@pytest.fixture
+def embedded_cli(no_db_cli: Cli) -> Cli:
+    """An existing (empty) database: read-only commands never create one (issue 31)."""
+    mqlite.open_embedded(f"file:{no_db_cli.db_path}", background=False).close()
+    return no_db_cli
 
 
 @pytest.fixture

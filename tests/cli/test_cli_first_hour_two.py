@@ -14,6 +14,9 @@ from pathlib import Path
 import pytest
 from cli_support import RUN_TIMEOUT_S, Cli, base_env, free_port, mqlite_cmd
 
+import mqlite
+from mqlite.clock import SYSTEM_CLOCK
+
 
 # -- create-queue --if-absent (item 1) ---------------------------------------------------
 
@@ -259,3 +262,13 @@ def test_peek_shows_subject_and_properties(cli: Cli, queue: str) -> None:
     header, row = cli.ok("peek", queue).splitlines()
     assert header.split()[7:9] == ["SUBJECT", "PROPERTIES"]
     assert "orders.created" in row.split() and "region=eu" in row.split()
+
+
+def test_metrics_of_a_queue_with_only_scheduled_messages_has_no_oldest_age(
+    cli: Cli, queue: str
+) -> None:
+    with cli.sdk() as c:
+        c.create_queue(queue)
+        c.schedule(queue, [mqlite.OutMessage(body=b"later")], SYSTEM_CLOCK.now_ms() + 3_600_000)
+    line = cli.ok("metrics", queue)
+    assert "scheduled=1" in line and line.endswith(" oldest=-\n"), line

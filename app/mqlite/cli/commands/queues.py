@@ -224,7 +224,7 @@ def metrics(ctx: Context) -> int:
     ctx.out.line(
         f"queue={s.queue} active={s.active} locked={s.locked} deferred={s.deferred} "
         f"scheduled={s.scheduled} dead_lettered={s.dead_lettered} total={s.total} "
-        f"oldest={s.oldest_message_age_ms}ms"
+        + (f"oldest={s.oldest_message_age_ms}ms" if s.active + s.locked else "oldest=-")
     )
     return 0
 

@@ -24,6 +24,9 @@ function normalizeQueue(q) {
   out.retained = typeof q.retained === "number" ? q.retained : num(q.total) || STATES.reduce((a, s) => a + out[s], 0);
   out.unexpected = num(q.unexpected);
   out.oldestAgeMs = typeof q.oldest_message_age_ms === "number" ? q.oldest_message_age_ms : num(q.oldest_age_seconds) * 1000;
+  // The age is of the oldest active/locked message: with none (only scheduled, deferred
+  // or dead-lettered ones), there is no age to show, not "0 ms".
+  if (out.active + out.locked === 0) out.oldestAgeMs = null;
   return out;
 }
 
