@@ -83,7 +83,7 @@ class NameConflict(MQLiteError):
 
 
 class QueueConfigDiffers(NameConflict):
-    """the queue exists with a different configuration; ensure_queue(strict=True) left it as it is."""
+    """the queue exists with another configuration; ensure_queue(strict=True) left it as is."""
 
     reason = "queue_config_differs"
 

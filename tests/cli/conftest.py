@@ -7,8 +7,6 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
-
-import mqlite
 from cli_support import (
     ADMIN_TOKEN,
     Broker,
@@ -17,6 +15,8 @@ from cli_support import (
     start_broker,
     stop_broker,
 )
+
+import mqlite
 
 
 @pytest.fixture(scope="session")

@@ -17,7 +17,6 @@ from cli_support import RUN_TIMEOUT_S, Cli, base_env, free_port, mqlite_cmd
 import mqlite
 from mqlite.clock import SYSTEM_CLOCK
 
-
 # -- create-queue --if-absent (item 1) ---------------------------------------------------
 
 

@@ -41,13 +41,15 @@ class EngineTx:
         try:
             return self._conn.execute(sql, params)
         except sqlite3.Error as exc:
-            raise diagnostics.mark_application(exc)  # logged as yours, not a storage failure
+            diagnostics.mark_application(exc)  # logged as yours, not a storage failure
+            raise
 
     def executemany(self, sql: str, rows: Iterable[Sequence[Any]]) -> sqlite3.Cursor:
         try:
             return self._conn.executemany(sql, rows)
         except sqlite3.Error as exc:
-            raise diagnostics.mark_application(exc)
+            diagnostics.mark_application(exc)
+            raise
 
     # -- the outbox ---------------------------------------------------------------------------
 
