@@ -87,7 +87,7 @@ def test_a_read_only_directory_is_one_line_naming_path_operation_and_fix(
     )
     assert (r.returncode, r.stdout) == (1, "")
     assert r.stderr == (
-        f"error: cannot create the lock file {db}.lock: permission denied; make "
+        f"error: cannot create files beside the database {db}: permission denied; make "
         f"{read_only_dir} writable by this process (uid {os.getuid()}) or set "
         "MQLITE_DB=file:PATH to a writable directory\n"
     )
@@ -125,7 +125,48 @@ def test_embedded_raises_a_typed_error_for_a_read_only_directory(read_only_dir: 
         text=True,
         timeout=RUN_TIMEOUT_S,
     )
-    assert r.stdout.startswith(f"typed: cannot create the lock file {read_only_dir}/mq.db.lock"), r
+    assert r.stdout.startswith(
+        f"typed: cannot create files beside the database {read_only_dir}/mq.db"
+    ), r
+
+
+def test_an_existing_database_in_a_directory_turned_read_only_names_it(tmp_path: Path) -> None:
+    """SQLite creates its WAL beside the file: this failed as a bare storage error."""
+    d = tmp_path / "data"
+    d.mkdir()
+    db = d / "mq.db"
+    mqlite.open_embedded(f"file:{db}", background=False).close()
+    d.chmod(0o555)
+    try:
+        r = subprocess.run(
+            unprivileged(mqlite_cmd("create-queue", "q")),
+            env=base_env(MQLITE_DB=f"file:{db}"),
+            capture_output=True,
+            text=True,
+            timeout=RUN_TIMEOUT_S,
+        )
+    finally:
+        d.chmod(0o755)
+    assert r.returncode == 1
+    assert r.stderr.startswith(f"error: cannot create files beside the database {db}: "), r
+
+
+def test_a_read_only_database_file_names_the_file_and_its_directory(tmp_path: Path) -> None:
+    db = tmp_path / "mq.db"
+    mqlite.open_embedded(f"file:{db}", background=False).close()
+    db.chmod(0o444)
+    r = subprocess.run(
+        unprivileged(mqlite_cmd("create-queue", "q")),
+        env=base_env(MQLITE_DB=f"file:{db}"),
+        capture_output=True,
+        text=True,
+        timeout=RUN_TIMEOUT_S,
+    )
+    assert r.returncode == 1
+    assert r.stderr.startswith(
+        f"error: cannot open the database {db}: permission denied; make {db} and {tmp_path} "
+        "writable"
+    ), r.stderr
 
 
 # -- a read-only command never creates a database (item 3) -------------------------------
