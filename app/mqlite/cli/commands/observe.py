@@ -17,7 +17,7 @@ from mqlite.cli.output import size_text, when_text
 
 def register(sub: Any, common: argparse.ArgumentParser) -> None:
     p = sub.add_parser("observe", parents=[common], help="canonical observation")
-    p.set_defaults(handler=observe)
+    p.set_defaults(handler=observe, read_only=True)
 
 
 def _seconds(value: float | None) -> str:
