@@ -85,6 +85,7 @@ def body_for(route: str, q: str) -> dict[str, Any]:
         "CompleteBatch": {"queue": q, "messages": [{"seq_number": 999_999, "lock_token": "x"}]},
         "RenewBatch": {"queue": q, "messages": [{"seq_number": 999_999, "lock_token": "x"}]},
         "CreateQueue": {"name": q},
+        "EnsureQueue": {"name": q},
         "DeleteQueue": {"name": unique("absent"), "generation": "g"},
         "Subscribe": {"topic": unique("t"), "name": unique("s")},
         "Unsubscribe": {"topic": unique("t"), "name": unique("s")},

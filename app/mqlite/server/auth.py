@@ -153,6 +153,7 @@ QUEUE_FIELDS = ("queue", "target", "topic")
 NAMED_QUEUE_ROUTES = frozenset(
     {
         "AdminService/CreateQueue",
+        "AdminService/EnsureQueue",
         "AdminService/DeleteQueue",
         "AdminService/Subscribe",
         "AdminService/Unsubscribe",
