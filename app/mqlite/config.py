@@ -129,6 +129,14 @@ def key_rate_limit_from_env(environ: Mapping[str, str]) -> tuple[int, int]:
     return rate, burst or rate
 
 
+def access_log_from_env(environ: Mapping[str, str]) -> str:
+    """``MQLITE_ACCESS_LOG``: ``all``, ``errors`` (the default) or ``off``."""
+    raw = environ.get("MQLITE_ACCESS_LOG", "").strip().lower() or "errors"
+    if raw not in ("all", "errors", "off"):
+        raise ConfigError(f"MQLITE_ACCESS_LOG={raw!r} is not all, errors or off")
+    return raw
+
+
 def remote_db_token(environ: Mapping[str, str]) -> str:
     """The remote database's token: ``MQLITE_DB_AUTH_TOKEN``, the file named by
     ``MQLITE_DB_AUTH_TOKEN_FILE`` (a container secret), or the systemd credential
@@ -237,6 +245,8 @@ class Settings:
     checkpoint: str = "TRUNCATE"
     # MQLITE_KEY_RATE_LIMIT: (per second, burst) for managed keys that set none; 0 = none.
     key_rate_limit: tuple[int, int] = (0, 0)
+    # MQLITE_ACCESS_LOG: all | errors (4xx/5xx and requests slower than 1 s) | off.
+    access_log: str = "errors"
 
     @property
     def auth(self) -> bool:
@@ -332,6 +342,7 @@ class Settings:
             test_hooks=_flag(environ, "MQLITE_TEST_HOOKS", False),
             checkpoint=checkpoint_from_env(environ),
             key_rate_limit=key_rate_limit_from_env(environ),
+            access_log=access_log_from_env(environ),
         )
 
     def with_flags(

@@ -394,7 +394,7 @@ def test_generated_token_printed_once_and_never_logged(broker_factory: BrokerFac
 def test_request_logs_are_json_lines_without_tokens_or_bodies(
     broker_factory: BrokerFactory,
 ) -> None:
-    b = broker_factory()
+    b = broker_factory({"MQLITE_ACCESS_LOG": "all"})  # every request has its line
     q = b.create_queue()
     secret_body = "TOPSECRET-BODY-7f3a91"
     _, key_token = b.create_key(["send", "listen"])
@@ -455,7 +455,7 @@ def test_request_logs_are_json_lines_without_tokens_or_bodies(
 
 
 def test_empty_receive_logged_at_debug_only(broker_factory: BrokerFactory) -> None:
-    b = broker_factory()
+    b = broker_factory({"MQLITE_ACCESS_LOG": "all"})
     q = b.create_queue()
     assert b.receive(q) == []
     b.send(q, "x")

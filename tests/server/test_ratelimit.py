@@ -81,3 +81,17 @@ def test_mqlite_key_rate_limit_parses(raw: str, want: tuple[int, int]) -> None:
 def test_a_bad_mqlite_key_rate_limit_fails_naming_it(raw: str) -> None:
     with pytest.raises(ConfigError, match="MQLITE_KEY_RATE_LIMIT"):
         key_rate_limit_from_env({"MQLITE_KEY_RATE_LIMIT": raw})
+
+
+@pytest.mark.parametrize(("raw", "want"), [("", "errors"), ("ALL", "all"), ("off", "off")])
+def test_mqlite_access_log_parses(raw: str, want: str) -> None:
+    from mqlite.config import access_log_from_env
+
+    assert access_log_from_env({"MQLITE_ACCESS_LOG": raw}) == want
+
+
+def test_a_bad_mqlite_access_log_fails_naming_it() -> None:
+    from mqlite.config import access_log_from_env
+
+    with pytest.raises(ConfigError, match="MQLITE_ACCESS_LOG"):
+        access_log_from_env({"MQLITE_ACCESS_LOG": "verbose"})

@@ -126,7 +126,7 @@ class BrokerApp:
     @contextlib.asynccontextmanager
     async def _lifespan(self, _: Starlette) -> AsyncIterator[None]:
         s = self.settings
-        configure(s.log_level)
+        configure(s.log_level, s.access_log)
         diagnostics = DiagnosticLog.attach(s.diagnostic_log) if s.diagnostic_log else None
         engine = Engine(
             s.db,
