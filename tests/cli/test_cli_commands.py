@@ -200,7 +200,7 @@ def test_test_filter(cli: Cli) -> None:
 
 def test_status(cli: Cli) -> None:
     snap = cli.json("status")
-    assert snap["schema_version"] == "6" and snap["version"] and "queues" in snap
+    assert snap["schema_version"] == "7" and snap["version"] and "queues" in snap
     text = cli.ok("status")
     assert ("client of" in text) == (cli.mode == "client") and "schema_version: 6" in text
 

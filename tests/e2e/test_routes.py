@@ -63,6 +63,9 @@ LATER = [
     "AuthService/CreateKey",
     "AuthService/ListKeys",
     "AuthService/RevokeKey",
+    "AdminService/CreateSchedule",  # cron schedules (docs/cron.md)
+    "AdminService/DeleteSchedule",
+    "AdminService/ListSchedules",
 ]
 ALL_RPCS = ORIGINAL_ORDER + LATER
 
