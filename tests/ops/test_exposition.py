@@ -43,8 +43,12 @@ DEPRECATED_LINT = {
 
 
 def exposition(tmp_path: Path, *, fail_collection: bool = False) -> str:
-    engine = Engine(f"file:{tmp_path / 'mq.db'}", clock=FakeClock())
+    clock = FakeClock()
+    engine = Engine(f"file:{tmp_path / 'mq.db'}", clock=clock)
     try:
+        engine.create_queue("reports")  # a cron schedule fires once into it
+        engine.create_schedule("nightly", "* * * * *", "reports", OutMessage(b"r"))
+        clock.advance(60_000)
         engine.create_queue("orders")
         engine.subscribe("t", "audit")
         engine.send("orders", [OutMessage(body=b"x"), OutMessage(body=b"y")])

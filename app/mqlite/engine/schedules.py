@@ -19,9 +19,7 @@ import json
 import logging
 import re
 import sqlite3
-from collections import Counter
-from dataclasses import dataclass, field
-from functools import cached_property
+from dataclasses import dataclass, replace
 from typing import Any
 
 from mqlite import defaults, errors
@@ -139,25 +137,8 @@ class _Firing:
     next: int  # the next slot after now (NEVER if none)
 
 
-@dataclass
-class ScheduleMeasures:
-    """Firings since start, and the lag of each schedule's latest one (fire time minus
-    slot time), for Observe and /metrics; updated once a firing commits."""
-
-    fired: Counter[str] = field(default_factory=Counter)
-    lag_ms: dict[str, int] = field(default_factory=dict)
-
-    def record(self, name: str, lag_ms: int) -> None:
-        self.fired[name] += 1
-        self.lag_ms[name] = lag_ms
-
-
 class ScheduleOps(EngineCore):
     """CreateSchedule / DeleteSchedule / ListSchedules, and the firing pass."""
-
-    @cached_property
-    def schedule_measures(self) -> ScheduleMeasures:
-        return ScheduleMeasures()
 
     def create_schedule(
         self,
@@ -240,11 +221,13 @@ class ScheduleOps(EngineCore):
         """Delete schedule ``name``; False when there was none (deleting is idempotent)."""
         name = check_name(name)
         with self._write() as (conn, _):
-            return bool(conn.execute(DELETE_SCHEDULE_SQL, (name,)).rowcount)
+            deleted = bool(conn.execute(DELETE_SCHEDULE_SQL, (name,)).rowcount)
+            if deleted:
+                measures = self.schedule_measures
+                self.store.after_commit(lambda: measures.forget(name))
+        return deleted
 
     def _with_status(self, s: Schedule) -> Schedule:
-        from dataclasses import replace
-
         if s.paused:
             return replace(s, status="paused", next_fire_at_ms=0)
         try:
@@ -295,7 +278,8 @@ class ScheduleOps(EngineCore):
                         return 0  # changed since the pass read it: the next pass decides
                     self._send_slot(routes, s, f.slot, now)
                 lag = now - f.slot
-                self.store.after_commit(lambda: self.schedule_measures.record(s.name, lag))
+                measures = self.schedule_measures
+                self.store.after_commit(lambda: measures.record(s.name, now, lag))
                 return 1
             except errors.NotFound:
                 pass  # target missing: it stops firing (ListSchedules says so) until it exists
