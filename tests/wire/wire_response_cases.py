@@ -250,6 +250,7 @@ RESPONSE_CASES: list[Case] = [
                 "handlers": [],
             },
             "replication": {"state": "disabled", "last_sync_at_ms": None, "lag_seconds": None},
+            "schedules": {"state": "available", "overdue": 0, "schedules": []},
         },
     ),
     (
@@ -328,6 +329,8 @@ RESPONSE_CASES: list[Case] = [
                 "timezone": "Europe/Berlin",
                 "queue": "reports",
                 "message": {"body": "aGk=", "subject": "report"},
+                "catch_up": "latest",
+                "paused": False,
                 "status": "target missing",
                 "next_fire_at_ms": 1774747800000,
                 "last_fired_at_ms": 1774661401000,
@@ -347,11 +350,18 @@ RESPONSE_CASES: list[Case] = [
                 {
                     "name": "n",
                     "cron": "@daily",
+                    "timezone": "UTC",
                     "queue": "q",
                     "message": {},
                     "catch_up": "skip",
                     "paused": True,
                     "status": "paused",
+                    "next_fire_at_ms": 0,
+                    "last_fired_at_ms": 0,
+                    "last_slot_ms": 0,
+                    "fired": 0,
+                    "created_at_ms": 0,
+                    "updated_at_ms": 0,
                 }
             ]
         },

@@ -13,7 +13,7 @@ from msgspec import UNSET, UnsetType, field
 from mqlite import types as t
 
 from .admin_service import EmptyRequest
-from .base import I64, Doc, Request, Response, Route, Snapshot, canonical
+from .base import I64, Doc, Request, Route, Snapshot, canonical
 from .messages import Body, ContentType, CorrelationId, GroupId, Properties, ReplyTo, Subject
 
 _M, _A = t.Permission.MANAGE, "AdminService"
@@ -47,8 +47,9 @@ class ScheduleMessageJSON(Request):
         )  # fmt: skip
 
 
-class ScheduleJSON(Response, kw_only=True):
-    """A schedule with its next and last firing; times are epoch ms, 0 = never."""
+class ScheduleJSON(Snapshot, kw_only=True):
+    """A schedule with its next and last firing (every field always present); times are
+    epoch ms, 0 = never."""
 
     name: ScheduleName
     cron: Annotated[str, Doc("five fields or an @alias, as given")]
