@@ -1,7 +1,8 @@
 """The only APScheduler import: runs the engine's maintenance passes on the spec's cadences.
 
-Reaper, scheduler and cron firing every 1 s, TTL sweep every 10 s, janitors (dedup/receipts/attempts,
-DLQ retention, free-page reclaim) every 60 s; each first fires one interval after start.
+Reaper, scheduler and cron firing every 1 s, TTL sweep every 10 s, janitors
+(dedup/receipts/attempts, DLQ retention, free-page reclaim) every 60 s; each first fires one
+interval after start.
 One worker thread: passes serialize on the single writer anyway, and one thread keeps a
 slow pass from piling up copies of itself (max_instances=1, coalesce).
 """

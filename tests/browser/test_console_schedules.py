@@ -41,7 +41,11 @@ def test_add_pause_resume_and_delete_a_schedule(console: ConsolePage) -> None:
     expect(row).to_contain_text("never")  # not fired yet
     stored = _listed(console, name)
     assert stored is not None
-    assert (stored["timezone"], stored["catch_up"], stored["paused"]) == ("Europe/Berlin", "skip", False)
+    assert (stored["timezone"], stored["catch_up"], stored["paused"]) == (
+        "Europe/Berlin",
+        "skip",
+        False,
+    )
     assert stored["message"] == {"body": b64('{"report":"nightly"}'), "properties": {"team": "ops"}}
     assert console.axe("schedules") == []
 

@@ -56,7 +56,11 @@ def test_17_1_a_due_slot_fires_in_the_maintenance_pass_at_the_clocks_time(dated)
     (m,) = mq.receive("q")
     assert m.body == b"run"
     (s,) = mq.list_schedules()
-    assert (s.fired, s.last_slot_ms, s.last_fired_at_ms) == (1, at(2026, 5, 4, 9, 5), clock.now_ms())
+    assert (s.fired, s.last_slot_ms, s.last_fired_at_ms) == (
+        1,
+        at(2026, 5, 4, 9, 5),
+        clock.now_ms(),
+    )
     assert s.next_fire_at_ms == at(2026, 5, 4, 9, 10)
 
 
@@ -127,7 +131,9 @@ def test_17_3_berlin_0230_fires_exactly_once_on_every_day_of_a_year(dated, store
     fired = [datetime.fromisoformat(s) for s in slots_of(mq, "q")]
     days = Counter(f.astimezone(BERLIN).date() for f in fired)
     assert len(fired) == 365 and len(days) == 365 and set(days.values()) == {1}
-    by_day = {f.astimezone(BERLIN).date().isoformat(): iso(int(f.timestamp() * 1000)) for f in fired}
+    by_day = {
+        f.astimezone(BERLIN).date().isoformat(): iso(int(f.timestamp() * 1000)) for f in fired
+    }
     assert by_day["2026-03-29"] == "2026-03-29T01:00:00Z"  # the gap: 03:00 CEST, once
     assert by_day["2026-10-25"] == "2026-10-25T00:30:00Z"  # the repeat: its first 02:30
 

@@ -1,6 +1,6 @@
 """ops/metric-contract.json itself: the 32 canonical families of the spec, the 3 of
-replication (issue #19) and the 2 of cron schedules (issue 33), counter and histogram naming, and the vocabularies that must
-follow the code base."""
+replication (issue #19) and the 2 of cron schedules (issue 33), counter and histogram
+naming, and the vocabularies that must follow the code base."""
 
 from __future__ import annotations
 

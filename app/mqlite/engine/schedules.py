@@ -15,6 +15,7 @@ transaction, so producers interleave with a large due minute.
 
 from __future__ import annotations
 
+import contextlib
 import json
 import logging
 import re
@@ -296,10 +297,9 @@ class ScheduleOps(EngineCore):
                                       self.max_message_bytes)  # fmt: skip
         send.check_fanout(1, len(routes))
         plan = send.route_plan(routes, msgs, now, now)
-        try:
+        # A dedup conflict: this slot's id was already sent (a dedup window): it is fired.
+        with contextlib.suppress(errors.DedupConflict):
             self._commit_send(s.queue, routes, plan, msgs, now, now, None)  # type: ignore[attr-defined]
-        except errors.DedupConflict:
-            pass  # this slot's id was already sent (a dedup window): it is fired
 
 
 def _next(cron: Cron, after_ms: int) -> int:
