@@ -102,5 +102,6 @@ LOG_FIELD_MAX_CHARS = 256  # an access-log field (queue name, path, ...) is clip
 MAX_SCHEDULES = 10_000  # schedules per database (CreateSchedule of one more: 400)
 MAX_SCHEDULE_NAME_CHARS = 128  # [A-Za-z0-9._-]
 CRON_INTERVAL_MS = 1_000  # how often the maintenance loop fires due slots
-CRON_FIRE_BATCH = 256  # due schedules per writer transaction (producers interleave between)
+CRON_FIRE_BATCH = 64  # due schedules per writer transaction (a producer waits <= one)
+CRON_BATCH_PAUSE_MS = 5  # between two batches of one pass (see schedules.py)
 CRON_SKIP_GRACE_MS = 60_000  # catch_up=skip: a slot found later than this was missed

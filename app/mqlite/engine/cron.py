@@ -175,17 +175,7 @@ class Cron:
 
     def next_slot(self, after_ms: int) -> int | None:
         """The first slot strictly after ``after_ms``; None if there is none."""
-        local = datetime.fromtimestamp(after_ms // 1000, UTC).astimezone(self.zone)
-        wall = local.replace(tzinfo=None, fold=0)
-        for _ in range(_MAX_STEPS):
-            found = _first_wall(self.expr, wall)
-            if found is None:
-                return None
-            slot = wall_to_slot(found, self.zone)
-            if slot > after_ms:
-                return slot
-            wall = found  # a repeated wall time whose first occurrence has passed
-        return None  # pragma: no cover - more skipped wall times than any zone has
+        return _next_slot(self.expr, self.zone, after_ms)
 
     def latest_slot(self, since_ms: int, now_ms: int) -> tuple[int, int | None]:
         """The latest slot in ``[since_ms, now_ms]`` (``since_ms`` is a slot), and the
@@ -203,6 +193,23 @@ class Cron:
             if nxt is None or nxt > now_ms:
                 return start, nxt
             start = nxt
+
+
+# Schedules that share an expression and zone share their slots: a minute in which
+# thousands of ``0 * * * *`` schedules are due computes each next slot once.
+@lru_cache(maxsize=4096)
+def _next_slot(expr: str, zone: ZoneInfo, after_ms: int) -> int | None:
+    local = datetime.fromtimestamp(after_ms // 1000, UTC).astimezone(zone)
+    wall = local.replace(tzinfo=None, fold=0)
+    for _ in range(_MAX_STEPS):
+        found = _first_wall(expr, wall)
+        if found is None:
+            return None
+        slot = wall_to_slot(found, zone)
+        if slot > after_ms:
+            return slot
+        wall = found  # a repeated wall time whose first occurrence has passed
+    return None  # pragma: no cover - more skipped wall times than any zone has
 
 
 def rfc3339(slot_ms: int) -> str:

@@ -253,6 +253,9 @@ class ScheduleOps(EngineCore):
             if len(rows) < defaults.CRON_FIRE_BATCH:
                 return fired
             after = (rows[-1][13], rows[-1][0])
+            # A breath between batches: the event loop and queued writer work (producers)
+            # get the GIL and the writer, instead of waiting out a whole due minute.
+            self.clock.sleep_ms(defaults.CRON_BATCH_PAUSE_MS)
 
     @serialized
     def _due_schedules(self, now: int, after: tuple[int, str]) -> list[tuple[Any, ...]]:
