@@ -12,6 +12,7 @@ from __future__ import annotations
 import sqlite3
 import threading
 from collections import Counter
+from collections.abc import Callable
 
 from mqlite import defaults, errors
 from mqlite.engine import observation as o
@@ -46,11 +47,13 @@ class ScheduleMeasures:
             self._fired.pop(name, None)
             self._last.pop(name, None)
 
-    def observe(self, conn: sqlite3.Connection, now_ms: int) -> o.Schedules:
+    def observe(self, reader: Callable[[], sqlite3.Connection], now_ms: int) -> o.Schedules:
+        """The block, reading due slots through ``reader`` (unavailable when it fails: a
+        closed engine, a storage error)."""
         state, due = "available", []
         try:
             params = {"now": now_ms, "limit": defaults.MAX_SCHEDULES}
-            due = conn.execute(OVERDUE_SQL, params).fetchall()
+            due = reader().execute(OVERDUE_SQL, params).fetchall()
         except (sqlite3.Error, errors.MQLiteError):
             state = "unavailable"
         lag: dict[str, int] = {name: now_ms - slot for name, slot in due}
