@@ -27,6 +27,8 @@ from e2e_support import (
     unique,
 )
 
+from mqlite import defaults
+
 MiB = 1 << 20
 JSON_TYPE = {"Content-Type": "application/json"}
 
@@ -952,6 +954,18 @@ def test_delete_queue_wakes_a_parked_poll(broker: Broker) -> None:
     assert r.status_code in (200, 404), r.text
     if r.status_code == 200:
         assert r.json() == {"messages": []}
+
+
+def test_dedup_window_above_its_maximum_is_400_naming_the_field_and_limit(broker: Broker) -> None:
+    top = defaults.MAX_DEDUP_WINDOW_MS
+    ok = unique()
+    broker.ok("AdminService/CreateQueue", {"name": ok, "config": {"dedup_window_ms": top}})
+    above = unique()
+    body = {"name": above, "config": {"dedup_window_ms": top + 1}}
+    msg = broker.err("AdminService/CreateQueue", body, 400, "invalid_argument")
+    assert "dedup_window_ms" in msg and str(top) in msg, msg
+    names = {q["name"] for q in broker.ok("AdminService/ListQueues", {})["queues"]}
+    assert ok in names and above not in names
 
 
 def test_null_is_absent_in_optional_fields_over_http(broker: Broker) -> None:

@@ -53,9 +53,9 @@ def test_an_unreadable_database_is_unavailable_not_empty(eng: Engine) -> None:
     o = eng.observe()
     MeasuredStore.fault = None
     assert o.collection.state == "unavailable" and o.collection.error_code == "io"
-    assert o.queues is None and o.queue_count is None and o.subscription_count is None
+    assert o.queues is None and (o.queue_count, o.subscription_count) == (0, 0)
     assert o.collection.last_success_at_ms == ok.sampled_at_ms  # the last good one, kept
-    assert not o.runtime.read_available and o.runtime.read_latency_seconds is None
+    assert not o.runtime.read_available and o.runtime.ping_seconds == 0
     assert {(m.queue, m.event): m.count for m in o.messages}["q", "enqueued"] == 1
     (read,) = [s for s in o.storage.operations if s.operation == "read" and s.error_code == "io"]
     assert read.count == 2 and read.outcome == "error"  # the probe and the collection
@@ -96,7 +96,7 @@ def test_maintenance_failures_streak_history_and_one_recovery(
     MeasuredStore.fault = None
     tasks = {t.task: t for t in eng.observe().maintenance}
     receipts = tasks["receipts"]
-    assert receipts.runs.error == 10 and receipts.runs.success == 0  # once per pass
+    assert receipts.failures == receipts.runs == 10  # once per pass
     assert receipts.consecutive_failures == 10 and receipts.last_outcome == "failed"
     assert len(receipts.diagnostics) == 8  # the latest eight failed steps
     assert {d.step for d in receipts.diagnostics} == {"settlement_receipts", "receive_attempts"}
@@ -106,7 +106,7 @@ def test_maintenance_failures_streak_history_and_one_recovery(
     eng.run_janitors()
     tasks = {t.task: t for t in eng.observe().maintenance}
     assert tasks["receipts"].consecutive_failures == 0
-    assert tasks["receipts"].runs.success == 2 and tasks["receipts"].runs.error == 10
+    assert (tasks["receipts"].runs, tasks["receipts"].failures) == (12, 10)
     assert tasks["receipts"].recovered_at_ms == tasks["receipts"].last_success_at_ms > 0
     assert len(tasks["receipts"].diagnostics) == 8  # history survives recovery
     recovered = events(caplog, "maintenance.recovered")
@@ -119,7 +119,7 @@ def test_a_closing_engine_interrupts_a_pass(tmp_path: Path) -> None:
     with pytest.raises(errors.Closed):
         e.reap_locks()
     locks = {t.task: t for t in e.observe().maintenance}["locks"]
-    assert (locks.runs.interrupted, locks.runs.error, locks.last_success_at_ms) == (1, 0, 0)
+    assert (locks.runs, locks.interrupted, locks.failures, locks.last_success_at_ms) == (1, 1, 0, 0)
     o = e.observe()
     assert o.collection.error_code == "closed" and o.storage.pool.open == 0
 

