@@ -4,8 +4,9 @@ loop, and what that costs a concurrent producer -- in ONE run.
 
 The schedules (``* * * * *``, one message each into queue ``cron``) are created in the
 database file before the broker starts (``--over-http`` creates them through the broker:
-about 15 ms each on a busy 2-core machine). A producer thread sends one message at a time over HTTP from 20 s before
-a minute boundary until the firing is over, recording each Send's latency. Reported:
+about 15 ms each on a busy 2-core machine). A producer thread sends one message at a time
+over HTTP from 20 s before a minute boundary until the firing is over, recording each
+Send's latency. Reported:
 
 - **fire time**: from the slot (the minute boundary) to the last slot sent, read from the
   broker itself (Observe's ``lag_seconds`` of each schedule = fire time - slot time), and

@@ -47,9 +47,14 @@ def exposition(tmp_path: Path, *, fail_collection: bool = False) -> str:
     clock = FakeClock()
     engine = Engine(f"file:{tmp_path / 'mq.db'}", clock=clock)
     try:
-        engine.create_queue("reports")  # a cron schedule fires once into it
+        # A cron schedule fires once into a queue deleted afterwards: the schedule's series
+        # stay (they are the schedule's), the queue's counters go with it.
+        engine.create_queue("reports")
         engine.create_schedule("nightly", "* * * * *", "reports", OutMessage(b"r"))
         clock.advance(60_000)
+        assert engine.fire_schedules() == 1
+        engine.receive("reports", 1, mode="receive_and_delete")
+        engine.delete_queue("reports")
         engine.create_queue("orders")
         engine.subscribe("t", "audit")
         engine.send("orders", [OutMessage(body=b"x"), OutMessage(body=b"y")])
