@@ -155,3 +155,30 @@ def test_redaction_and_fingerprints() -> None:
     a, b = diagnostics.failure("dedup/prune", exc), diagnostics.failure("dedup/prune", exc)
     c = diagnostics.failure("ttl/expire", exc)
     assert a.fingerprint == b.fingerprint != c.fingerprint and a.category == "full"
+
+
+def test_an_application_statement_failing_in_tx_is_logged_as_the_application_s(
+    eng: Engine, caplog: pytest.LogCaptureFixture
+) -> None:
+    """Issue 31 item 9: the outbox's own INSERT failing (a duplicate id) rolls the block
+    back; the log says the application's statement failed, never "storage ... failed"."""
+    caplog.set_level(logging.INFO, "mqlite.diagnostics")
+    eng.create_queue("q")
+    with eng.tx() as tx:
+        tx.execute("CREATE TABLE orders(id INTEGER PRIMARY KEY)")
+        tx.execute("INSERT INTO orders(id) VALUES (42)")
+    with pytest.raises(sqlite3.IntegrityError), eng.tx() as tx:
+        tx.send_one("q", OutMessage(body=b"x"))
+        tx.execute("INSERT INTO orders(id) VALUES (42)")
+    assert not events(caplog, "storage.failure")
+    (line,) = events(caplog, "transaction.application_error")
+    assert line.getMessage() == (
+        "transaction rolled back: the application's own statement failed "
+        "(IntegrityError: UNIQUE constraint failed: orders.id); storage is fine"
+    )
+    assert eng.stats("q").total == 0  # the send rolled back with it
+    counted = {
+        (s.operation, s.outcome, s.error_code): s.count for s in eng.observe().storage.operations
+    }
+    assert counted["transaction", "rejected", "application"] == 1
+    assert counted.get(("transaction", "error", "other"), 0) == 0

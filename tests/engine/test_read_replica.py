@@ -136,6 +136,9 @@ def test_the_pool_is_the_writer_plus_the_replica_connections_and_counts_waits(
 ) -> None:
     mq = open_pair()
     mq.create_queue("q", QueueConfig())
+    # The database was just emptied and rebuilt on the primary: wait until the replica has
+    # the schema too (before it, a replica read fails "no such table: messages").
+    wait_until(lambda: _peek_count(mq, "q") == 0)
     pool = mq.observe().storage.pool
     assert pool.max_open == 4  # internals §3: a remote store's pool of 4
     replica = mq._engine.replica

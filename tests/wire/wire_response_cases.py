@@ -12,6 +12,7 @@ from mqlite.types import (
     Message,
     OutMessage,
     QueueConfig,
+    QueueEnsured,
     QueueInfo,
     Schedule,
     Stats,
@@ -152,6 +153,25 @@ RESPONSE_CASES: list[Case] = [
         },
     ),
     (wire.CREATE_QUEUE, wire.EmptyResponse(), {}),
+    (
+        wire.ENSURE_QUEUE,
+        wire.EnsureQueueResponse.of(
+            QueueEnsured(QueueInfo("p", QueueConfig(), "g-2"), False, ("dedup_window_ms",))
+        ),
+        {
+            "created": False,
+            "queue": {
+                "name": "p",
+                "kind": "queue",
+                "lock_duration_ms": 30_000,
+                "max_delivery_count": 10,
+                "default_ttl_ms": 0,
+                "dedup_window_ms": 0,
+                "generation": "g-2",
+            },
+            "differs": ["dedup_window_ms"],
+        },
+    ),
     (wire.DELETE_QUEUE, wire.DeleteQueueResponse(), {"deleted": True}),
     (wire.SUBSCRIBE, wire.EmptyResponse(), {}),
     (wire.UNSUBSCRIBE, wire.EmptyResponse(), {}),

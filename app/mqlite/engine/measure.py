@@ -190,6 +190,9 @@ class StorageOps:
             self._failed(operation, seconds, exc, retries)
 
     def _failed(self, operation: str, seconds: float, exc: BaseException, retries: int) -> None:
+        if diagnostics.is_application(exc):
+            self._application_statement(operation, seconds, exc, retries)
+            return
         if isinstance(exc, diagnostics.INTERRUPTIONS) or diagnostics.classify(exc) != "other":
             fail = diagnostics.failure(operation, exc)
             outcome = "outcome_unknown" if fail.category == "outcome_unknown" else "error"
@@ -209,6 +212,33 @@ class StorageOps:
         s.duration.observe(seconds)
         s.last_error = (self._now(), fail)
         self._log(operation, fail, interrupted=isinstance(exc, diagnostics.INTERRUPTIONS))
+
+    def _application_statement(
+        self, operation: str, seconds: float, exc: BaseException, retries: int
+    ) -> None:
+        """The application's own statement in ``tx()`` failed: the storage worked, the
+        transaction was rolled back. Counted as an application refusal, logged as one."""
+        s = self.stats[operation, "rejected", "application"]
+        s.count += 1
+        s.retries += retries
+        s.duration.observe(seconds)
+        now = self._monotonic_s()
+        last, suppressed = self._logged.get((operation, "application"), (None, 0))
+        if last is not None and now - last < FAILURE_LOG_INTERVAL_S:
+            self._logged[operation, "application"] = (last, suppressed + 1)
+            return
+        self._logged[operation, "application"] = (now, 0)
+        detail = diagnostics.redact(f"{type(exc).__name__}: {exc}")
+        diagnostics.emit(
+            "transaction.application_error",
+            f"transaction rolled back: the application's own statement failed ({detail}); "
+            "storage is fine",
+            logging.WARNING,
+            operation=operation,
+            category="application",
+            detail=detail,
+            suppressed=suppressed,
+        )
 
     def _now(self) -> int:
         return self._now_ms()

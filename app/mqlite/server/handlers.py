@@ -209,6 +209,13 @@ async def create_queue(ctx: Context, req: w.CreateQueueRequest) -> Any:
     return w.EmptyResponse()
 
 
+@rpc("AdminService/EnsureQueue")
+async def ensure_queue(ctx: Context, req: w.EnsureQueueRequest) -> Any:
+    ctx.log["queue"] = req.name
+    found = await ctx.call(ctx.engine.ensure_queue, req.name, req.queue_config, req.strict)
+    return w.EnsureQueueResponse.of(found)
+
+
 @rpc("AdminService/DeleteQueue")
 async def delete_queue(ctx: Context, req: w.DeleteQueueRequest) -> Any:
     ctx.log["queue"] = req.name

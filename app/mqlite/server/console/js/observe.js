@@ -27,6 +27,9 @@ function normalizeQueue(q) {
   out.unexpected = num(q.unexpected);
   out.retained = typeof q.total === "number" ? q.total : STATES.reduce((a, s) => a + out[s], out.unexpected);
   out.oldestAgeMs = num(q.oldest_message_age_ms);
+  // The age is of the oldest active/locked message: with none (only scheduled, deferred
+  // or dead-lettered ones), there is no age to show, not "0 ms".
+  if (out.active + out.locked === 0) out.oldestAgeMs = null;
   return out;
 }
 
