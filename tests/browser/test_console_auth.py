@@ -20,6 +20,7 @@ def test_an_administrator_signs_in_and_the_token_stays_in_session_storage(
         "Queues",
         "Topics",
         "Access keys",
+        "Schedules",
     ]
     storage = page.evaluate(
         "() => ({session: {...sessionStorage}, local: {...localStorage}, cookie: document.cookie})"

@@ -41,6 +41,7 @@ class MaintenanceReport:
     attempts_pruned: int = 0
     dlq_dropped: int = 0
     pages_reclaimed: int = 0
+    schedules_fired: int = 0  # cron slots sent (engine/schedules.py)
 
 
 class AdminOps(EngineCore):
@@ -349,8 +350,17 @@ class AdminOps(EngineCore):
         expired = self.expire_ttl()
         dedup_n, receipts_n, attempts_n, dropped = self.run_janitors()
         pages = self.reclaim_pass()
+        fired = self.fire_schedules()  # type: ignore[attr-defined]  # ScheduleOps, in Engine
         return MaintenanceReport(
-            len(reaped), len(activated), expired, dedup_n, receipts_n, attempts_n, dropped, pages
+            len(reaped),
+            len(activated),
+            expired,
+            dedup_n,
+            receipts_n,
+            attempts_n,
+            dropped,
+            pages,
+            fired,
         )
 
 

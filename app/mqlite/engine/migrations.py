@@ -4,10 +4,11 @@ same transaction that checks it, or refused if no path leads there.
 Token 5 is the original's v0.3.x schema (and ours before bodies moved out): going to 6
 only adds a column (``ALTER TABLE ... ADD COLUMN``, O(1): no row is rewritten) and the
 ``bodies`` table (created by the ordinary ``CREATE TABLE IF NOT EXISTS`` pass). Rows keep
-their inline bodies; new large ones go to ``bodies``. Going from 6 to 7 adds the access
-keys' queue scopes and rate limits, columns only (existing keys stay unscoped and use the
-broker default rate). Every step is additive, so a failure rolls back to the untouched old
-database.
+their inline bodies; new large ones go to ``bodies``. Going from 6 to 7 only adds the
+``schedules`` table (cron schedules), again by the ordinary ``CREATE ... IF NOT EXISTS``
+pass. Going from 7 to 8 adds the access keys' queue scopes and rate limits, columns only
+(existing keys stay unscoped and use the broker default rate). Every step is additive, so
+a failure rolls back to the untouched old database.
 """
 
 from __future__ import annotations
@@ -22,9 +23,10 @@ STEPS: dict[str, tuple[str, tuple[str, ...]]] = {
         "6",
         ("ALTER TABLE messages ADD COLUMN external_body_bytes INTEGER NOT NULL DEFAULT 0",),
     ),
+    "6": ("7", ()),  # the schedules table and its index: created by the schema pass
     # Key scopes and per-key rate limits (issue 35): columns only, O(1).
-    "6": (
-        "7",
+    "7": (
+        "8",
         (
             "ALTER TABLE access_keys ADD COLUMN queues TEXT NOT NULL DEFAULT ''",
             "ALTER TABLE access_keys ADD COLUMN rate_limit_per_s INTEGER NOT NULL DEFAULT 0",

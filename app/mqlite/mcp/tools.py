@@ -340,6 +340,33 @@ TOOLS: tuple[Tool, ...] = (
         "Destructive: revoke a managed access key by its public `id`, for good (revoking "
         "again succeeds); clients using it are refused from then on.",
     ),
+    Tool(
+        "create_schedule",
+        wire.CREATE_SCHEDULE,
+        W,
+        "Create or replace (by `name`) a cron schedule: at every slot of `cron` (five fields "
+        "minute hour day-of-month month day-of-week, or @hourly/@daily/@weekly/@monthly/"
+        "@yearly) in IANA `timezone` (default UTC) the broker sends `message` to `queue` (a "
+        "queue, or a topic that fans out), once per slot, with message_id "
+        "cron:<name>:<slot epoch ms>. `catch_up` latest (default) sends the most recent "
+        "slot missed while the broker was down, skip sends none; `paused` keeps it without "
+        "firing. Repeating the call is harmless.",
+    ),
+    Tool(
+        "list_schedules",
+        wire.LIST_SCHEDULES,
+        R,
+        "List every cron schedule with its cron, timezone, target, `status` (active, paused "
+        "or target missing: its queue or topic is gone, so it does not fire), the next slot "
+        "(`next_fire_at_ms`), the last one sent and how many were sent.",
+    ),
+    Tool(
+        "delete_schedule",
+        wire.DELETE_SCHEDULE,
+        D,
+        "Destructive: delete a cron schedule by `name`; it fires no more slots (messages it "
+        "already sent stay). `deleted` is false when there was no such schedule.",
+    ),
 )
 
 NOT_TOOLS: Mapping[str, str] = MappingProxyType(

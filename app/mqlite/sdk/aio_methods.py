@@ -18,6 +18,7 @@ from mqlite.types import (
     QueueConfig,
     QueueEnsured,
     QueueInfo,
+    Schedule,
     Stats,
     Subscription,
 )
@@ -220,3 +221,27 @@ class AsyncMethods(AsyncDriver):
     async def revoke_key(self, id: str) -> None:
         """Revoke an access key (revoking again succeeds)."""
         await self._run(calls.revoke_key(id))
+
+    async def create_schedule(
+        self,
+        name: str,
+        cron: str,
+        queue: str,
+        message: OutMessage,
+        timezone: str = "UTC",
+        catch_up: str = "latest",
+        paused: bool = False,
+    ) -> Schedule:
+        """Create or replace schedule ``name``: ``message`` goes to ``queue`` (a queue, or a
+        topic that fans out) at every slot of ``cron`` in ``timezone``; returns it as listed."""
+        return await self._run(
+            calls.create_schedule(name, cron, queue, message, timezone, catch_up, paused)
+        )
+
+    async def delete_schedule(self, name: str) -> bool:
+        """Delete schedule ``name``; False when there was none (deleting is idempotent)."""
+        return await self._run(calls.delete_schedule(name))
+
+    async def list_schedules(self) -> list[Schedule]:
+        """Every schedule by name, with its next and last firing and its status."""
+        return await self._run(calls.list_schedules())

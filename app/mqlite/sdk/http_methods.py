@@ -17,6 +17,7 @@ from mqlite.types import (
     QueueConfig,
     QueueEnsured,
     QueueInfo,
+    Schedule,
     Stats,
     Subscription,
 )
@@ -213,3 +214,27 @@ class HttpMethods(SyncDriver):
     def revoke_key(self, id: str) -> None:
         """Revoke an access key (revoking again succeeds)."""
         self._run(calls.revoke_key(id))
+
+    def create_schedule(
+        self,
+        name: str,
+        cron: str,
+        queue: str,
+        message: OutMessage,
+        timezone: str = "UTC",
+        catch_up: str = "latest",
+        paused: bool = False,
+    ) -> Schedule:
+        """Create or replace schedule ``name``: ``message`` goes to ``queue`` (a queue, or a
+        topic that fans out) at every slot of ``cron`` in ``timezone``; returns it as listed."""
+        return self._run(
+            calls.create_schedule(name, cron, queue, message, timezone, catch_up, paused)
+        )
+
+    def delete_schedule(self, name: str) -> bool:
+        """Delete schedule ``name``; False when there was none (deleting is idempotent)."""
+        return self._run(calls.delete_schedule(name))
+
+    def list_schedules(self) -> list[Schedule]:
+        """Every schedule by name, with its next and last firing and its status."""
+        return self._run(calls.list_schedules())

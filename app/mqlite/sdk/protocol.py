@@ -29,6 +29,7 @@ from mqlite.types import (
     QueueConfig,
     QueueEnsured,
     QueueInfo,
+    Schedule,
     Stats,
     Subscription,
 )
@@ -193,6 +194,25 @@ class Client(Protocol):
 
     def revoke_key(self, id: str) -> None:
         """Revoke an access key (revoking again succeeds)."""
+
+    def create_schedule(
+        self,
+        name: str,
+        cron: str,
+        queue: str,
+        message: OutMessage,
+        timezone: str = "UTC",
+        catch_up: str = "latest",
+        paused: bool = False,
+    ) -> Schedule:
+        """Create or replace schedule ``name``: ``message`` goes to ``queue`` (a queue, or a
+        topic that fans out) at every slot of ``cron`` in ``timezone``; returns it as listed."""
+
+    def delete_schedule(self, name: str) -> bool:
+        """Delete schedule ``name``; False when there was none (deleting is idempotent)."""
+
+    def list_schedules(self) -> list[Schedule]:
+        """Every schedule by name, with its next and last firing and its status."""
 
     def close(self) -> None:
         """Release the client; later calls raise ``Closed``. Idempotent."""

@@ -14,6 +14,7 @@ export function featuresOf(card) {
     deleteQueue: has("AdminService/DeleteQueue"),
     unsubscribe: has("AdminService/Unsubscribe"),
     keys: has("AuthService/CreateKey"),
+    schedules: has("AdminService/ListSchedules"),
     authOff: card.auth === "none",
   };
 }

@@ -15,6 +15,7 @@ import * as queues from "./views/queues.js";
 import * as queue from "./views/queue.js";
 import * as topics from "./views/topics.js";
 import * as keys from "./views/keys.js";
+import * as schedules from "./views/schedules.js";
 
 const $ = (id) => document.getElementById(id);
 const main = $("main");
@@ -25,6 +26,7 @@ const ROUTES = [
   { re: /^#\/queues\/(.+)$/, name: "queues", view: queue },
   { re: /^#\/topics$/, name: "topics", view: topics },
   { re: /^#\/keys$/, name: "keys", view: keys },
+  { re: /^#\/schedules$/, name: "schedules", view: schedules },
 ];
 
 const app = {
@@ -82,6 +84,7 @@ function showShell(signedIn) {
   $("nav").hidden = !signedIn;
   $("session").hidden = !signedIn;
   for (const li of document.querySelectorAll("[data-needs=manage]")) li.hidden = app.access === "monitor";
+  for (const li of document.querySelectorAll("[data-needs=schedules]")) li.hidden = app.access === "monitor" || !app.features.schedules;
   const who = { manage: "manage", monitor: "monitor (read-only)", anonymous: "auth off" }[app.access] || "";
   $("who").textContent = signedIn ? `Signed in: ${who}` : "";
 }
