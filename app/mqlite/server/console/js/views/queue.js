@@ -1,4 +1,4 @@
-// One queue: its configuration, live counts by state, Peek, a test send, dead-letter
+// One queue: its configuration, live counts by state, Receive and settle, Peek, a test send, dead-letter
 // redrive/purge and deletion.
 
 import { dl, fill, fillIfChanged, h } from "../dom.js";
@@ -6,6 +6,7 @@ import { count, duration } from "../format.js";
 import { peekPanel } from "../messages.js";
 import { STATES } from "../observe.js";
 import { deadLetterPanel, deletePanel, sendPanel } from "../queue_actions.js";
+import { receivePanel } from "../receive.js";
 import { errorView, pageTitle, panel, setFlash } from "../ui.js";
 
 const ms = (v) => (v ? `${v} ms (${duration(v)})` : "0");
@@ -77,6 +78,7 @@ export function mount(root, ctx, name) {
         panel("Messages by state", statsBox),
         panel("Configuration", configView(info)),
       ),
+      receivePanel(ctx, name, refreshNow),
       peekPanel(ctx, name),
       sendPanel(ctx, name, refreshNow),
       deadLetterPanel(ctx, name, () => dead, refreshNow),
