@@ -10,7 +10,7 @@ from __future__ import annotations
 import functools
 import sqlite3
 from collections import Counter
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -80,8 +80,10 @@ class AdminOps(EngineCore):
         max: int = 0,
         older_than_ms: int = 0,
         rate_per_sec: int = 0,
+        seq_numbers: Sequence[int] = (),
     ) -> int:
         """Move dead letters back to active here, or into ``target``; returns moved count.
+        ``seq_numbers`` (at most ``MAX_DLQ_SELECTION``) narrows it to those dead letters.
 
         With ``rate_per_sec`` > 0 it moves chunks of that size, each its own transaction,
         one second apart (on the engine clock, waiting on the CALLER's thread, never while
@@ -98,7 +100,7 @@ class AdminOps(EngineCore):
             self._queue(target)
         moved = 0
         for chunk in dlq.paced_chunks(max, rate_per_sec):
-            n = self.redrive_chunk(queue, target, chunk, older_than_ms)
+            n = self.redrive_chunk(queue, target, chunk, older_than_ms, seq_numbers)
             moved += n
             if rate_per_sec <= 0 or n < chunk or (max > 0 and moved >= max):
                 return moved
@@ -106,7 +108,14 @@ class AdminOps(EngineCore):
         return moved
 
     @serialized
-    def redrive_chunk(self, queue: str, target: str | None, chunk: int, older_than_ms: int) -> int:
+    def redrive_chunk(
+        self,
+        queue: str,
+        target: str | None,
+        chunk: int,
+        older_than_ms: int,
+        seq_numbers: Sequence[int] = (),
+    ) -> int:
         """One transaction of a redrive: at most ``chunk`` dead letters (0 = all)."""
         q = self._queue(queue)
         dest = self._queue(target).name if target else q.name
@@ -118,6 +127,7 @@ class AdminOps(EngineCore):
                 target=None if dest == q.name else dest,
                 max=chunk,
                 older_than_ms=older_than_ms,
+                seq_numbers=seq_numbers,
             )
             self._wake_after_commit({dest: n} if n else {})
             self._count((q.name, "redriven", n))  # counted on the DLQ they left
@@ -129,13 +139,16 @@ class AdminOps(EngineCore):
         queue: str,
         max: int = 0,
         older_than_ms: int = 0,
+        seq_numbers: Sequence[int] = (),
     ) -> int:
-        """Delete dead letters (oldest first); both bounds zero purges the whole DLQ."""
+        """Delete dead letters (oldest first); all bounds empty purges the whole DLQ."""
         q = self._queue(queue)
         check_int("max", max, minimum=0)
         check_int("older_than_ms", older_than_ms, minimum=0)
         with self._write() as (conn, now):
-            purged = dlq.purge(conn, now, q.name, max=max, older_than_ms=older_than_ms)
+            purged = dlq.purge(
+                conn, now, q.name, max=max, older_than_ms=older_than_ms, seq_numbers=seq_numbers
+            )
             self._count((q.name, "purged", purged))
         return purged
 

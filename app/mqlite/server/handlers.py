@@ -267,7 +267,12 @@ async def redrive(ctx: Context, req: w.RedriveRequest) -> Any:
     try:
         for chunk in paced_chunks(req.max, req.rate_per_sec):
             n = await ctx.call(
-                ctx.engine.redrive_chunk, req.queue, target, chunk, req.older_than_ms
+                ctx.engine.redrive_chunk,
+                req.queue,
+                target,
+                chunk,
+                req.older_than_ms,
+                req.seq_numbers,
             )
             moved += n
             ctx.log["n"] = moved
@@ -287,7 +292,9 @@ async def redrive(ctx: Context, req: w.RedriveRequest) -> Any:
 @rpc("AdminService/Purge")
 async def purge(ctx: Context, req: w.PurgeRequest) -> Any:
     ctx.log["queue"] = req.queue
-    purged = await ctx.call(ctx.engine.purge, req.queue, req.max, req.older_than_ms)
+    purged = await ctx.call(
+        ctx.engine.purge, req.queue, req.max, req.older_than_ms, req.seq_numbers
+    )
     return w.PurgeResponse(purged)
 
 

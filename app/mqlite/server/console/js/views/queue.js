@@ -7,6 +7,7 @@ import { peekPanel } from "../messages.js";
 import { STATES } from "../observe.js";
 import { deadLetterPanel, deletePanel, sendPanel } from "../queue_actions.js";
 import { receivePanel } from "../receive.js";
+import { deadLetterBrowser } from "../dlq.js";
 import { errorView, pageTitle, panel, setFlash } from "../ui.js";
 
 const ms = (v) => (v ? `${v} ms (${duration(v)})` : "0");
@@ -81,6 +82,7 @@ export function mount(root, ctx, name) {
       receivePanel(ctx, name, refreshNow),
       peekPanel(ctx, name),
       sendPanel(ctx, name, refreshNow),
+      deadLetterBrowser(ctx, name, refreshNow),
       deadLetterPanel(ctx, name, () => dead, refreshNow),
       deletePanel(ctx, info, onDeleted),
     );
