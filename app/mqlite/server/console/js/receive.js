@@ -22,7 +22,7 @@ function countdownText(untilMs) {
 }
 
 /** Refresh every countdown under ``root`` each second until ``root`` leaves the page. */
-function tickCountdowns(root) {
+export function tickCountdowns(root) {
   if (root.dataset.ticking) return;
   root.dataset.ticking = "true";
   const timer = setInterval(() => {
@@ -65,7 +65,7 @@ async function rejectArgs() {
   return values && { dead_letter_reason: values.reason.trim(), dead_letter_description: values.description.trim() };
 }
 
-function settleRow(ctx, queue, m, onChange) {
+export function settleRow(ctx, queue, m, onChange) {
   const card = messageCard(m);
   const lock = h("p", { class: "lock", dataset: { lockedUntil: String(m.locked_until_ms || 0) } }, countdownText(m.locked_until_ms || 0));
   const status = h("div", { class: "result", "aria-live": "polite" });

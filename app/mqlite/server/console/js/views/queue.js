@@ -8,6 +8,7 @@ import { STATES } from "../observe.js";
 import { deadLetterPanel, deletePanel, sendPanel } from "../queue_actions.js";
 import { receivePanel } from "../receive.js";
 import { deadLetterBrowser } from "../dlq.js";
+import { deferredPanel, scheduledPanel } from "../parked.js";
 import { errorView, pageTitle, panel, setFlash } from "../ui.js";
 
 const ms = (v) => (v ? `${v} ms (${duration(v)})` : "0");
@@ -80,6 +81,8 @@ export function mount(root, ctx, name) {
         panel("Configuration", configView(info)),
       ),
       receivePanel(ctx, name, refreshNow),
+      deferredPanel(ctx, name, refreshNow),
+      scheduledPanel(ctx, name, refreshNow),
       peekPanel(ctx, name),
       sendPanel(ctx, name, refreshNow),
       deadLetterBrowser(ctx, name, refreshNow),
