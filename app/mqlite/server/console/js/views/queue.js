@@ -9,6 +9,7 @@ import { deadLetterPanel, deletePanel, sendPanel } from "../queue_actions.js";
 import { receivePanel } from "../receive.js";
 import { deadLetterBrowser } from "../dlq.js";
 import { deferredPanel, scheduledPanel } from "../parked.js";
+import { searchPanel } from "../search.js";
 import { errorView, pageTitle, panel, setFlash } from "../ui.js";
 
 const ms = (v) => (v ? `${v} ms (${duration(v)})` : "0");
@@ -84,6 +85,7 @@ export function mount(root, ctx, name) {
       deferredPanel(ctx, name, refreshNow),
       scheduledPanel(ctx, name, refreshNow),
       peekPanel(ctx, name),
+      searchPanel(ctx, name),
       sendPanel(ctx, name, refreshNow),
       deadLetterBrowser(ctx, name, refreshNow),
       deadLetterPanel(ctx, name, () => dead, refreshNow),
