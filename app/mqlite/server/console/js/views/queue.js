@@ -4,7 +4,9 @@
 import { dl, fill, fillIfChanged, h } from "../dom.js";
 import { count, duration } from "../format.js";
 import { peekPanel } from "../messages.js";
-import { STATES } from "../observe.js";
+import { observe, STATES } from "../observe.js";
+import { chartsKey, queueCharts } from "../queue_charts.js";
+import * as samples from "../samples.js";
 import { deadLetterPanel, deletePanel, sendPanel } from "../queue_actions.js";
 import { receivePanel } from "../receive.js";
 import { deadLetterBrowser } from "../dlq.js";
@@ -48,10 +50,16 @@ export function mount(root, ctx, name) {
   const statsBox = h("div", { class: "live-data", id: "queue-stats" });
   fill(root, pageTitle(name), h("p", { class: "muted" }, "Loading…"));
   let info = null;
+  const chartsBox = h("div", { class: "live-data" });
   const refreshStats = async () => {
     const s = await ctx.api.call("QueueService/Stats", { queue: name });
     dead = s.dead_lettered;
     fillIfChanged(statsBox, JSON.stringify(s), () => statsView(s));
+    if (ctx.features.observe) {
+      // One Observe per refresh feeds the tab's sample store (shared with the overview).
+      samples.record(await observe(ctx.api, ctx.features));
+      if (alive) fillIfChanged(chartsBox, chartsKey(), () => queueCharts(name));
+    }
   };
   (async () => {
     try {
@@ -81,6 +89,7 @@ export function mount(root, ctx, name) {
         panel("Messages by state", statsBox),
         panel("Configuration", configView(info)),
       ),
+      ctx.features.observe ? panel("Last minutes", h("p", { class: "hint" }, "Sampled at each refresh from Observe; kept in this tab for 10 minutes, across pages."), chartsBox) : null,
       receivePanel(ctx, name, refreshNow),
       deferredPanel(ctx, name, refreshNow),
       scheduledPanel(ctx, name, refreshNow),
