@@ -90,7 +90,7 @@ export function deadLetterBrowser(ctx, queue, onChange) {
         { class: "table-wrap", role: "region", "aria-label": `Dead-letter list of ${queue}`, tabindex: "0" },
         h(
           "table",
-          {},
+          { id: "dlq-table" },
           h("caption", { class: "visually-hidden" }, `Dead-letter list of ${queue}`),
           h("thead", {}, h("tr", {}, h("th", { scope: "col" }, all), ["Seq", "Reason", "Description", "Age", "Actions"].map((c) => h("th", { scope: "col" }, c)))),
           h("tbody", {}, body),
