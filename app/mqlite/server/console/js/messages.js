@@ -90,7 +90,7 @@ export function messageCard(m) {
       "h3",
       { id },
       `#${m.seq_number} `,
-      h("span", { class: `badge state-${m.state}` }, (m.state || "").replace("_", "-")),
+      m.state ? h("span", { class: `badge state-${m.state}` }, m.state.replace("_", "-")) : null,
       h("span", { class: "muted" }, ` delivered ${m.delivery_count || 0}×`),
     ),
     h("dl", { class: "facts compact" }, facts.map(([k, v]) => [h("dt", {}, k), h("dd", {}, v)])),
