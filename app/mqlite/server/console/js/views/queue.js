@@ -44,7 +44,37 @@ function statsView(s) {
   );
 }
 
+/** An application key's view of a queue: only the panels its permissions allow (no
+ *  ListQueues, so no configuration; no Observe, so no charts; no manage actions). */
+function mountForKey(root, ctx, name) {
+  const listen = Boolean(ctx.perms && ctx.perms.listen);
+  const send = Boolean(ctx.perms && ctx.perms.send);
+  const statsBox = h("div", { class: "live-data", id: "queue-stats" });
+  const refreshNow = () => (listen ? ctx.poller.refresh() : undefined);
+  fill(
+    root,
+    pageTitle(name, h("p", {}, h("a", { href: "#/open" }, "← Open another queue"))),
+    listen ? panel("Messages by state", statsBox) : null,
+    listen ? receivePanel(ctx, name, refreshNow) : null,
+    listen ? deferredPanel(ctx, name, refreshNow) : null,
+    listen && send ? scheduledPanel(ctx, name, refreshNow) : null,
+    listen ? peekPanel(ctx, name) : null,
+    send ? sendPanel(ctx, name, refreshNow) : null,
+  );
+  root.querySelector("#page-title").focus();
+  if (listen) {
+    ctx.poller.start(async () => {
+      const s = await ctx.api.call("QueueService/Stats", { queue: name });
+      fillIfChanged(statsBox, JSON.stringify(s), () => statsView(s));
+    });
+  }
+}
+
 export function mount(root, ctx, name) {
+  if (ctx.access === "app") {
+    mountForKey(root, ctx, name);
+    return null;
+  }
   let alive = true; // false once the operator navigated away (the loads below are async)
   let dead = null;
   const statsBox = h("div", { class: "live-data", id: "queue-stats" });
