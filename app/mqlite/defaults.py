@@ -29,6 +29,7 @@ RENEW_BATCH_MAX = 512
 MAX_SEND_MESSAGES = 10_000  # messages per Send/Schedule call
 MAX_FANOUT_ROWS = 10_000  # messages x subscriptions of one publish
 MAX_SETTLE_BATCH = 10_000  # items per CompleteBatch
+MAX_DLQ_SELECTION = 1000  # seq_numbers one Redrive/Purge may name (the console's selection)
 MAX_PROPERTIES = 256  # application properties per message
 MAX_FIELD_BYTES = 4096  # each of message_id, group_id, subject, correlation_id, ...
 MAX_METADATA_BYTES = 64 << 10  # all string fields + property keys and values of one message

@@ -81,14 +81,14 @@ RECEIVE_BOUNDS = {
 def _purge_bounded(args: Arguments) -> tuple[wire.Route[Any, Any], Arguments]:
     """The wire purges the whole DLQ when both bounds are zero; a tool call must say so."""
     everything = args.pop("all", False)
-    bounded = bool(args.get("max") or args.get("older_than_ms"))
+    bounded = bool(args.get("max") or args.get("older_than_ms") or args.get("seq_numbers"))
     if everything is True and bounded:
         raise errors.InvalidArgument(
-            "purge: give a bound (max, older_than_ms) or `all: true`, not both"
+            "purge: give a bound (max, older_than_ms, seq_numbers) or `all: true`, not both"
         )
     if everything is not True and not bounded:
         raise errors.InvalidArgument(
-            "purge refused: give a bound (max and/or older_than_ms), or the argument "
+            "purge refused: give a bound (max, older_than_ms and/or seq_numbers), or the argument "
             "`all: true` to purge every dead letter of the queue"
         )
     return wire.PURGE, args

@@ -173,13 +173,20 @@ class AsyncMethods(AsyncDriver):
         max: int = 0,
         older_than_ms: int = 0,
         rate_per_sec: int = 0,
+        seq_numbers: Sequence[int] = (),
     ) -> int:
-        """Move dead letters back to active here, or into ``target``; returns moved count."""
-        return await self._run(calls.redrive(queue, target, max, older_than_ms, rate_per_sec))
+        """Move dead letters back to active here, or into ``target``; returns moved count.
+        ``seq_numbers`` narrows it to those dead letters (at most 1000)."""
+        return await self._run(
+            calls.redrive(queue, target, max, older_than_ms, rate_per_sec, seq_numbers)
+        )
 
-    async def purge(self, queue: str, max: int = 0, older_than_ms: int = 0) -> int:
-        """Delete dead letters (oldest first); both bounds zero purges the whole DLQ."""
-        return await self._run(calls.purge(queue, max, older_than_ms))
+    async def purge(
+        self, queue: str, max: int = 0, older_than_ms: int = 0, seq_numbers: Sequence[int] = ()
+    ) -> int:
+        """Delete dead letters (oldest first); all bounds empty purges the whole DLQ.
+        ``seq_numbers`` narrows it to those dead letters (at most 1000)."""
+        return await self._run(calls.purge(queue, max, older_than_ms, seq_numbers))
 
     async def status(self) -> wire.StatusResponse:
         """A desensitized runtime snapshot (never a DSN or a token)."""

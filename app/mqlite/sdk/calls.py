@@ -370,17 +370,25 @@ def redrive(
     max: int = 0,
     older_than_ms: int = 0,
     rate_per_sec: int = 0,
+    seq_numbers: Sequence[int] = (),
 ) -> Steps[int]:
-    """Move dead letters back to active here, or into ``target``; returns moved count."""
-    req = wire.RedriveRequest(queue, target or "", max, older_than_ms, rate_per_sec)
+    """Move dead letters back to active here, or into ``target``; returns moved count.
+    ``seq_numbers`` narrows it to those dead letters (at most 1000)."""
+    req = wire.RedriveRequest(
+        queue, target or "", max, older_than_ms, rate_per_sec, tuple(seq_numbers)
+    )
     r = yield from rpc(wire.REDRIVE, req)
     return r.moved
 
 
 @verb(wire.PURGE, UNSAFE)
-def purge(queue: str, max: int = 0, older_than_ms: int = 0) -> Steps[int]:
-    """Delete dead letters (oldest first); both bounds zero purges the whole DLQ."""
-    r = yield from rpc(wire.PURGE, wire.PurgeRequest(queue, max, older_than_ms))
+def purge(
+    queue: str, max: int = 0, older_than_ms: int = 0, seq_numbers: Sequence[int] = ()
+) -> Steps[int]:
+    """Delete dead letters (oldest first); all bounds empty purges the whole DLQ.
+    ``seq_numbers`` narrows it to those dead letters (at most 1000)."""
+    req = wire.PurgeRequest(queue, max, older_than_ms, tuple(seq_numbers))
+    r = yield from rpc(wire.PURGE, req)
     return r.purged
 
 

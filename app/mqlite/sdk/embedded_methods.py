@@ -103,9 +103,12 @@ class EngineVerbs(Protocol):
         max: int = 0,
         older_than_ms: int = 0,
         rate_per_sec: int = 0,
+        seq_numbers: Sequence[int] = (),
     ) -> int: ...
 
-    def purge(self, queue: str, max: int = 0, older_than_ms: int = 0) -> int: ...
+    def purge(
+        self, queue: str, max: int = 0, older_than_ms: int = 0, seq_numbers: Sequence[int] = ()
+    ) -> int: ...
 
     def create_key(
         self,
@@ -286,13 +289,18 @@ class EmbeddedMethods:
         max: int = 0,
         older_than_ms: int = 0,
         rate_per_sec: int = 0,
+        seq_numbers: Sequence[int] = (),
     ) -> int:
-        """Move dead letters back to active here, or into ``target``; returns moved count."""
-        return self._engine.redrive(queue, target, max, older_than_ms, rate_per_sec)
+        """Move dead letters back to active here, or into ``target``; returns moved count.
+        ``seq_numbers`` narrows it to those dead letters (at most 1000)."""
+        return self._engine.redrive(queue, target, max, older_than_ms, rate_per_sec, seq_numbers)
 
-    def purge(self, queue: str, max: int = 0, older_than_ms: int = 0) -> int:
-        """Delete dead letters (oldest first); both bounds zero purges the whole DLQ."""
-        return self._engine.purge(queue, max, older_than_ms)
+    def purge(
+        self, queue: str, max: int = 0, older_than_ms: int = 0, seq_numbers: Sequence[int] = ()
+    ) -> int:
+        """Delete dead letters (oldest first); all bounds empty purges the whole DLQ.
+        ``seq_numbers`` narrows it to those dead letters (at most 1000)."""
+        return self._engine.purge(queue, max, older_than_ms, seq_numbers)
 
     def create_key(
         self,

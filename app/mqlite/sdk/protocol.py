@@ -155,11 +155,16 @@ class Client(Protocol):
         max: int = 0,
         older_than_ms: int = 0,
         rate_per_sec: int = 0,
+        seq_numbers: Sequence[int] = (),
     ) -> int:
-        """Move dead letters back to active here, or into ``target``; returns moved count."""
+        """Move dead letters back to active here, or into ``target``; returns moved count.
+        ``seq_numbers`` narrows it to those dead letters (at most 1000)."""
 
-    def purge(self, queue: str, max: int = 0, older_than_ms: int = 0) -> int:
-        """Delete dead letters (oldest first); both bounds zero purges the whole DLQ."""
+    def purge(
+        self, queue: str, max: int = 0, older_than_ms: int = 0, seq_numbers: Sequence[int] = ()
+    ) -> int:
+        """Delete dead letters (oldest first); all bounds empty purges the whole DLQ.
+        ``seq_numbers`` narrows it to those dead letters (at most 1000)."""
 
     def status(self) -> wire.StatusResponse:
         """A desensitized runtime snapshot (never a DSN or a token)."""

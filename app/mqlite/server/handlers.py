@@ -294,7 +294,13 @@ async def redrive(ctx: Context, req: w.RedriveRequest) -> Any:
     try:
         for chunk, pause in chunk_plan(req.max, req.rate_per_sec):
             n, walk = await ctx.call(
-                ctx.engine.redrive_chunk, req.queue, target, chunk, req.older_than_ms, walk
+                ctx.engine.redrive_chunk,
+                req.queue,
+                target,
+                chunk,
+                req.older_than_ms,
+                walk,
+                req.seq_numbers,
             )
             moved += n
             ctx.log["n"] = moved
@@ -322,7 +328,9 @@ async def purge(ctx: Context, req: w.PurgeRequest) -> Any:
     purged = 0
     walk: Walk | None = None
     for chunk, _ in chunk_plan(req.max, 0):
-        n, walk = await ctx.call(ctx.engine.purge_chunk, req.queue, chunk, req.older_than_ms, walk)
+        n, walk = await ctx.call(
+            ctx.engine.purge_chunk, req.queue, chunk, req.older_than_ms, walk, req.seq_numbers
+        )
         purged += n
         ctx.log["n"] = purged
         if n < chunk or ctx.runtime.draining:
