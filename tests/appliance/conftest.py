@@ -1,6 +1,10 @@
 """The container tier: stand-in base images (built once per machine, ops/ci/
-standin-images.sh), the real Dockerfile built once per session, and cleanup of every
-container and volume a test created (by this run's name prefix)."""
+standin-images.sh), the real Dockerfile built once per session, a check that names resolve
+inside a podman network before any compose stack starts, and cleanup of every container,
+volume and network a test created (by this run's name prefix).
+
+Each step that depends on state an earlier run may have left (stand-in images, the
+network backend) says in one line what it does, in the CI log too (not only with -s)."""
 
 from __future__ import annotations
 
@@ -11,21 +15,76 @@ from collections.abc import Iterator
 import pytest
 from appliance_support import IMAGE, PREFIX, REPO, podman, podman_env
 
+ROOTFS = "localhost/mqlite-standin/bookworm:latest"  # ops/ci/standin-images.sh
+
+
+def say(config: pytest.Config, line: str) -> None:
+    """One line in the terminal (pytest captures a fixture's print)."""
+    reporter = config.pluginmanager.get_plugin("terminalreporter")
+    if reporter is not None:
+        reporter.write_line(f"appliance: {line}")
+
 
 @pytest.fixture(scope="session")
-def image() -> Iterator[str]:
-    """The image of the real Dockerfile (``--pull=never``: on the stand-in bases; docker
-    format, because the OCI format drops HEALTHCHECK)."""
+def standins(pytestconfig: pytest.Config) -> None:
+    """The upstream base images, rebuilt under their names from Debian where missing."""
+    say(
+        pytestconfig,
+        "stand-in base images: building any that are missing (ops/ci/standin-images.sh)",
+    )
     subprocess.run(
         [str(REPO / "ops" / "ci" / "standin-images.sh")], env=podman_env(), check=True, timeout=900
     )
+
+
+@pytest.fixture(scope="session")
+def image(standins: None, pytestconfig: pytest.Config) -> Iterator[str]:
+    """The image of the real Dockerfile (``--pull=never``: on the stand-in bases; docker
+    format, because the OCI format drops HEALTHCHECK)."""
     started = time.monotonic()
     podman("build", "--pull=never", "--format", "docker", "-q", "-t", IMAGE, str(REPO), timeout=900)
-    print(f"image built in {time.monotonic() - started:.1f} s")
+    say(pytestconfig, f"built {IMAGE} from ./Dockerfile in {time.monotonic() - started:.1f} s")
     try:
         yield IMAGE
     finally:
         _remove_leftovers()
+
+
+@pytest.fixture(scope="session")
+def network_dns(standins: None, pytestconfig: pytest.Config) -> str:
+    """Compose services reach each other by name: checked once, with two containers on a
+    fresh network, before a stack whose timeouts would only say "no such host" later.
+    Fails in one line naming the backend and the fix. Returns the backend's name."""
+    backend = podman("info", "--format", "{{.Host.NetworkBackend}}").strip()
+    say(pytestconfig, f"checking that names resolve inside a podman network (backend {backend})")
+    net, server, client = f"{PREFIX}-dnscheck", f"{PREFIX}-dns-server", f"{PREFIX}-dns-client"
+    podman("network", "create", net)
+    try:
+        dns = podman("network", "inspect", "--format", "{{.DNSEnabled}}", net).strip()
+        podman("run", "-d", "--rm", "--name", server, "--network", net, ROOTFS, "sleep", "60")
+        resolved = ""
+        for _ in range(25):  # aardvark-dns learns a new container within a moment
+            r = subprocess.run(
+                ["podman", "run", "--rm", "--name", client, "--network", net, ROOTFS,
+                 "getent", "hosts", server],
+                env=podman_env(), capture_output=True, text=True, timeout=60,
+            )  # fmt: skip
+            resolved = r.stdout.strip()
+            if resolved:
+                break
+            time.sleep(0.2)
+    finally:
+        podman("rm", "-f", "-t", "0", server, client, check=False)
+        podman("network", "rm", "-f", net, check=False)
+    if not resolved:
+        pytest.fail(
+            f"DNS does not work inside a podman network (backend {backend}, dns_enabled "
+            f"{dns}): compose services cannot resolve each other; install netavark and "
+            'aardvark-dns (ops/ci/install-deps.sh) and keep network_backend = "netavark" '
+            "in ops/ci/containers.conf",
+            pytrace=False,
+        )
+    return backend
 
 
 def _remove_leftovers() -> None:

@@ -25,6 +25,7 @@ from appliance_support import (
     REPO,
     Rpc,
     compose_project,
+    container_story,
     free_port,
     healthy,
     inspect,
@@ -56,7 +57,7 @@ def derived_compose(sqld_ports: dict[str, int]) -> dict[str, Any]:
 
 
 @pytest.fixture
-def remote_stack(image: str, tmp_path: Path) -> Iterator[dict[str, Any]]:
+def remote_stack(image: str, network_dns: str, tmp_path: Path) -> Iterator[dict[str, Any]]:
     project = tmp_path / "project"
     project.mkdir()
     sqld_ports = {svc: free_port() for svc in SQLD_SERVICES}
@@ -128,7 +129,12 @@ def test_the_remote_stack_serves_from_sqld_with_no_broker_volume(
     jwt = (secrets / "mqlite-db-auth.token").read_text().strip()
     # podman ignores depends_on conditions: a broker that started before sqld answered
     # exits and `restart: unless-stopped` brings it back; poll, never sleep.
-    wait_for("the broker on sqld /healthz", lambda: healthy(broker), 90)
+    wait_for(
+        "the broker on sqld /healthz",
+        lambda: healthy(broker),
+        90,
+        explain=partial(container_story, f"{remote_stack['name']}_broker_1"),
+    )
 
     rpc = Rpc(broker, admin)
     rpc.create_queue(QUEUE)
@@ -206,13 +212,14 @@ def test_the_docker_run_variant_replaces_the_broker_on_the_same_data(
     docs = _docs_run_block()
     for flag in RUN_FLAGS:
         assert " ".join(flag) in docs.replace("'", ""), flag  # the page runs what is tested
-    wait_for("the broker on sqld /healthz", lambda: healthy(broker), 90)
+    old = f"{remote_stack['name']}_broker_1"
+    wait_for("the broker on sqld /healthz", lambda: healthy(broker), 90,
+             explain=partial(container_story, old))  # fmt: skip
     rpc = Rpc(broker, admin)
     rpc.create_queue(QUEUE)
     rpc.send(QUEUE, "outlives-its-broker")
     rpc.close()
 
-    old = f"{remote_stack['name']}_broker_1"
     networks = list(inspect(old)["NetworkSettings"]["Networks"])
     podman("stop", "-t", "15", old)
     lease = _sql(primary, jwt, "SELECT count(*) FROM broker_lease").json()

@@ -100,6 +100,7 @@ def test_compose_mounts_the_observability_files_at_their_paths() -> None:
         "./ops/prometheus/prometheus.compose.yml": "/etc/prometheus/prometheus.yml",
         "./ops/prometheus/rules.yml": "/etc/prometheus/rules.yml",
         "./ops/alertmanager/alertmanager.yml": "/etc/alertmanager/alertmanager.yml",
-        "./ops/grafana/provisioning": "/etc/grafana/provisioning",
-        "./ops/grafana/dashboards": "/var/lib/grafana/dashboards",
+        "./ops/grafana/provisioning/dashboards": "/etc/grafana/provisioning/dashboards",
+        "./ops/grafana/compose/datasources": "/etc/grafana/provisioning/datasources",
+        "./ops/grafana/dashboards": "/var/lib/grafana/dashboards/mqlite",
     }
