@@ -53,8 +53,23 @@ COMPOSE ?= $(shell docker compose version >/dev/null 2>&1 && echo "docker compos
 PROFILES ?=
 IMAGE_FLAGS ?=
 
+# The labels' values (org.opencontainers.image.*): the package version (its single source,
+# app/mqlite/version.py), the commit and the build time. EXTRAS= leaves litestream out.
+# The SBOM (CycloneDX of the image's Python venv, made inside the build) is copied to SBOM.
+VERSION  = $(shell sed -n 's/^VERSION = "\(.*\)"/\1/p' app/mqlite/version.py)
+REVISION = $(shell git rev-parse HEAD 2>/dev/null || echo unknown)
+CREATED  = $(shell date -u +%Y-%m-%dT%H:%M:%SZ)
+EXTRAS  ?= replica
+SBOM    ?= build/sbom.cdx.json
+
 image:
-	$(ENGINE) build $(if $(filter podman,$(ENGINE)),--format docker) $(IMAGE_FLAGS) -t $(IMAGE) .
+	$(ENGINE) build $(if $(filter podman,$(ENGINE)),--format docker) $(IMAGE_FLAGS) \
+	  --build-arg VERSION=$(VERSION) --build-arg REVISION=$(REVISION) \
+	  --build-arg CREATED=$(CREATED) --build-arg EXTRAS=$(EXTRAS) -t $(IMAGE) .
+	mkdir -p $(dir $(SBOM))
+	$(ENGINE) run --rm --network none --entrypoint cat $(IMAGE) \
+	  /opt/mqlite/share/doc/mqlite/sbom.cdx.json > $(SBOM)
+	@echo "image: $(IMAGE) $(VERSION) ($(REVISION)); SBOM: $(SBOM)"
 
 # The container tier alone: the real image, compose stack and systemd unit under podman
 # with stand-in base images (ops/ci/standin-images.sh, cached between runs).

@@ -25,6 +25,7 @@ import httpx
 REPO = Path(__file__).resolve().parents[2]
 CONTAINERS_CONF = REPO / "ops" / "ci" / "containers.conf"
 IMAGE = "localhost/mqlite:appliance-test"
+SBOM = REPO / "build" / "appliance-sbom.cdx.json"  # written by `make image` (build/: gitignored)
 COMPOSE = [sys.executable, "-m", "podman_compose"]
 PREFIX = f"mqt-{uuid.uuid4().hex[:6]}"
 T = TypeVar("T")

@@ -13,7 +13,7 @@ import time
 from collections.abc import Iterator
 
 import pytest
-from appliance_support import IMAGE, PREFIX, REPO, podman, podman_env
+from appliance_support import IMAGE, PREFIX, REPO, SBOM, podman, podman_env
 
 ROOTFS = "localhost/mqlite-standin/bookworm:latest"  # ops/ci/standin-images.sh
 
@@ -39,11 +39,16 @@ def standins(pytestconfig: pytest.Config) -> None:
 
 @pytest.fixture(scope="session")
 def image(standins: None, pytestconfig: pytest.Config) -> Iterator[str]:
-    """The image of the real Dockerfile (``--pull=never``: on the stand-in bases; docker
-    format, because the OCI format drops HEALTHCHECK)."""
+    """The image of the real Dockerfile, built by the real ``make image`` (labels, SBOM;
+    ``--pull=never``: on the stand-in bases; podman's docker format keeps HEALTHCHECK)."""
     started = time.monotonic()
-    podman("build", "--pull=never", "--format", "docker", "-q", "-t", IMAGE, str(REPO), timeout=900)
-    say(pytestconfig, f"built {IMAGE} from ./Dockerfile in {time.monotonic() - started:.1f} s")
+    built = subprocess.run(
+        ["make", "-s", "image", "ENGINE=podman", f"IMAGE={IMAGE}", "IMAGE_FLAGS=--pull=never",
+         f"SBOM={SBOM}"],
+        cwd=REPO, env=podman_env(), capture_output=True, text=True, timeout=900,
+    )  # fmt: skip
+    assert built.returncode == 0, built.stdout[-2000:] + built.stderr[-3000:]
+    say(pytestconfig, f"built {IMAGE} by `make image` in {time.monotonic() - started:.1f} s")
     try:
         yield IMAGE
     finally:
