@@ -102,7 +102,9 @@ bench: $(RUNTIME)
 	$(PY) tests/bench/suite/run.py $(BENCH_ARGS)
 
 # ---- drills (ops/drills; docs/operations.md "Drills"): PASS/FAIL reports, exit 1 on FAIL --
-# The full variants; `make test` runs each with --quick. DRILL_ARGS passes flags through,
+# The full variants; `make test` runs each with --quick. Each writes its report (time,
+# broker version, host, parameters, checks, figures) to build/drills/ and prints the path
+# ("<drill> drill report: build/drills/...json"). DRILL_ARGS passes flags through,
 # e.g. make drill-restore DRILL_ARGS="--db /var/lib/mqlite/mq.db --json".
 DRILL_ARGS ?=
 
