@@ -32,6 +32,7 @@ def test_fly_toml_matches_the_strict_schema() -> None:
         ('MQLITE_SYNC = "FULL"', 'MQLITE_TOKENS = "mqk_inline"'),  # a secret inline
         ('path = "/healthz"', 'paht = "/healthz"'),  # a typo inside a check
         ("[[mounts]]", "[[mount]]"),
+        ('strategy = "immediate"', 'strategy = "rolling"'),  # a second machine, one volume
     ],
 )
 def test_fly_schema_rejects(tmp_path: Path, old: str, new: str) -> None:
