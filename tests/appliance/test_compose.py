@@ -140,7 +140,9 @@ def test_the_real_files_scrape_and_alert(stack: dict[str, Any], network_dns: str
         60,
     )
     assert alert[0]["labels"]["queue"] == "compose" and alert[0]["labels"]["job"] == "mqlite"
-    assert alert[0]["annotations"]["runbook_url"] == "docs/operations.md#mqlitedeadlettersretained"
+    assert alert[0]["annotations"]["runbook_url"] == (
+        "https://github.com/mqlitehq/mqlite-py/blob/main/docs/operations.md#mqlitedeadlettersretained"
+    )
     # Grafana is behind the `ui` profile: not started by a plain `up`.
     ps = stack["compose"]("ps", "--format", "{{.Names}}").stdout
     assert "grafana" not in ps and "broker" in ps, ps

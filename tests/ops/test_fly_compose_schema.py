@@ -69,6 +69,7 @@ def test_compose_semantics_the_schema_cannot_check() -> None:
         for port in svc.get("ports", []):
             assert str(port).startswith("127.0.0.1:"), (name, port)  # loopback only
         assert svc["restart"] == "unless-stopped", name
+        assert svc["logging"]["options"]["max-size"], name  # rotated, never unbounded
         assert "healthcheck" in svc, name
         for dep in svc.get("depends_on", []):
             assert dep in services, (name, dep)
