@@ -65,17 +65,11 @@ STOPSIGNAL SIGTERM
 # Python's urllib, no curl: the port follows MQLITE_ADDR. /healthz is liveness only.
 HEALTHCHECK --interval=10s --timeout=3s --start-period=15s --retries=3 \
   CMD ["python", "-c", "import os, urllib.request as u; p = os.environ.get('MQLITE_ADDR', ':6754').rsplit(':', 1)[1]; u.urlopen(f'http://127.0.0.1:{p}/healthz', timeout=2).read() == b'ok' or exit(1)"]
-# Set by `make image`: the package version (app/mqlite/version.py), `git rev-parse HEAD`,
-# the build time (RFC 3339); a bare `docker build` says "unknown", never a wrong value.
-# Last, so a new commit or build time rebuilds no layer but this metadata.
-ARG VERSION=unknown
-ARG REVISION=unknown
-ARG CREATED=unknown
+# version, revision and created are set by `make image` as --label flags (the package
+# version of app/mqlite/version.py, `git rev-parse HEAD`, the build time): a LABEL built
+# from ARGs here would be kept by podman's layer cache with an older commit's values.
 LABEL org.opencontainers.image.title="mqlite" \
       org.opencontainers.image.description="A message broker on one SQLite file, with Azure Service Bus semantics" \
-      org.opencontainers.image.version="${VERSION}" \
-      org.opencontainers.image.revision="${REVISION}" \
-      org.opencontainers.image.created="${CREATED}" \
       org.opencontainers.image.licenses="MIT" \
       org.opencontainers.image.source="https://github.com/mqlitehq/mqlite-py" \
       org.opencontainers.image.documentation="https://github.com/mqlitehq/mqlite-py/blob/main/docs/deployment.md"

@@ -53,8 +53,9 @@ COMPOSE ?= $(shell docker compose version >/dev/null 2>&1 && echo "docker compos
 PROFILES ?=
 IMAGE_FLAGS ?=
 
-# The labels' values (org.opencontainers.image.*): the package version (its single source,
-# app/mqlite/version.py), the commit and the build time. EXTRAS= leaves litestream out.
+# Labels set here, not in the Dockerfile (a layer cache would keep old values): the package
+# version (its single source, app/mqlite/version.py), the commit, the build time (RFC 3339
+# UTC). EXTRAS= leaves litestream out.
 # The SBOM (CycloneDX of the image's Python venv, made inside the build) is copied to SBOM.
 VERSION  = $(shell sed -n 's/^VERSION = "\(.*\)"/\1/p' app/mqlite/version.py)
 REVISION = $(shell git rev-parse HEAD 2>/dev/null || echo unknown)
@@ -64,8 +65,9 @@ SBOM    ?= build/sbom.cdx.json
 
 image:
 	$(ENGINE) build $(if $(filter podman,$(ENGINE)),--format docker) $(IMAGE_FLAGS) \
-	  --build-arg VERSION=$(VERSION) --build-arg REVISION=$(REVISION) \
-	  --build-arg CREATED=$(CREATED) --build-arg EXTRAS=$(EXTRAS) -t $(IMAGE) .
+	  --label org.opencontainers.image.version=$(VERSION) \
+	  --label org.opencontainers.image.revision=$(REVISION) \
+	  --label org.opencontainers.image.created=$(CREATED) --build-arg EXTRAS=$(EXTRAS) -t $(IMAGE) .
 	mkdir -p $(dir $(SBOM))
 	$(ENGINE) run --rm --network none --entrypoint cat $(IMAGE) \
 	  /opt/mqlite/share/doc/mqlite/sbom.cdx.json > $(SBOM)

@@ -8,6 +8,7 @@ network backend) says in one line what it does, in the CI log too (not only with
 
 from __future__ import annotations
 
+import contextlib
 import subprocess
 import time
 from collections.abc import Iterator
@@ -19,9 +20,12 @@ ROOTFS = "localhost/mqlite-standin/bookworm:latest"  # ops/ci/standin-images.sh
 
 
 def say(config: pytest.Config, line: str) -> None:
-    """One line in the terminal (pytest captures a fixture's print)."""
+    """One line in the terminal and the CI log, past pytest's capture of the fixture."""
     reporter = config.pluginmanager.get_plugin("terminalreporter")
-    if reporter is not None:
+    capture = config.pluginmanager.get_plugin("capturemanager")
+    if reporter is None:
+        return
+    with capture.global_and_fixture_disabled() if capture else contextlib.nullcontext():
         reporter.write_line(f"appliance: {line}")
 
 
