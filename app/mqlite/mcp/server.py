@@ -31,8 +31,9 @@ NAME = "mqlite-mcp"
 
 INSTRUCTIONS = (
     "Tools of an mqlite message broker (queues, topics with filtered subscriptions, "
-    "peek-lock, dead letters). observe shows the broker's health and every queue's "
-    "backlog; consume with receive, then settle each message by its "
+    "peek-lock, dead letters). overview shows the broker's health and every queue's "
+    "backlog in a few KB (observe is the complete, much larger snapshot); consume with "
+    "receive, then settle each message by its "
     "seq_number and lock_token (complete, abandon, reject, defer; renew to keep it): "
     "delivery is at-least-once. Errors carry the broker's code (e.g. lock_lost, "
     "permission_denied, queue_not_found) and message."
