@@ -20,7 +20,16 @@ from typing import Any
 import httpx
 import pytest
 import yaml
-from appliance_support import PREFIX, REPO, Rpc, compose_project, free_port, podman_env, wait_for
+from appliance_support import (
+    PREFIX,
+    REPO,
+    Rpc,
+    compose_project,
+    free_port,
+    inspect,
+    podman_env,
+    wait_for,
+)
 
 OPS = REPO / "ops"
 WRONG_TOKEN = "mqk_not_the_monitor_token"
@@ -146,3 +155,6 @@ def test_the_real_files_scrape_and_alert(stack: dict[str, Any], network_dns: str
     # Grafana is behind the `ui` profile: not started by a plain `up`.
     ps = stack["compose"]("ps", "--format", "{{.Names}}").stdout
     assert "grafana" not in ps and "broker" in ps, ps
+    # The logs are capped (compose.yaml's x-logging; podman keeps the size, not max-file).
+    log = inspect(f"{PREFIX}-stack_broker_1")["HostConfig"]["LogConfig"]
+    assert log["Type"] == "json-file" and log["Size"] == "10MB", log
