@@ -222,17 +222,21 @@ def test_sigkill_of_the_main_process_restarts_and_loses_no_acknowledged_message(
             i += 1
         sender.close()
 
-    thread = threading.Thread(target=producer)
+    # A daemon, stopped in `finally`: a failed wait must not leave it sending forever (it
+    # kept a failed run's pytest process alive after its summary line).
+    thread = threading.Thread(target=producer, daemon=True)
     thread.start()
-    wait_for("30 acknowledged sends", lambda: len(acked) >= 30)
-    pid = int(inspect(cname)["State"]["Pid"])
-    os.kill(pid, signal.SIGKILL)  # the container's main process: gunicorn's master
-    wait_for("a restart", lambda: inspect(cname)["RestartCount"] >= 1)
-    wait_for("/healthz after the restart", lambda: healthy(url))
-    before = len(acked)
-    wait_for("sends after the restart", lambda: len(acked) > before + 5)
-    stop.set()
-    thread.join(timeout=30)
+    try:
+        wait_for("30 acknowledged sends", lambda: len(acked) >= 30)
+        pid = int(inspect(cname)["State"]["Pid"])
+        os.kill(pid, signal.SIGKILL)  # the container's main process: gunicorn's master
+        wait_for("a restart", lambda: inspect(cname)["RestartCount"] >= 1)
+        wait_for("/healthz after the restart", lambda: healthy(url))
+        before = len(acked)
+        wait_for("sends after the restart", lambda: len(acked) > before + 5)
+    finally:
+        stop.set()
+        thread.join(timeout=30)
     assert int(inspect(cname)["State"]["Pid"]) != pid
     received = rpc.receive_all("drill")
     missing = set(acked) - set(received)
