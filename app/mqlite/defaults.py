@@ -12,6 +12,11 @@ MAX_DELIVERY_COUNT = 10
 # Limits.
 MAX_MESSAGE_BYTES = 1 << 20  # body cap per message (MQLITE_MAX_MESSAGE_BYTES)
 MAX_REQUEST_BYTES = 32 << 20  # whole HTTP request body
+# The largest body a broker can honour: a one-message Send carries it in base64 (4 bytes
+# per 3) inside a request of MAX_REQUEST_BYTES, beside the JSON envelope and up to
+# MAX_METADATA_BYTES of metadata (+4 KiB of keys and punctuation). serve refuses a larger
+# MQLITE_MAX_MESSAGE_BYTES at start-up: the cap would promise what no request can carry.
+MAX_HONOURED_MESSAGE_BYTES = (MAX_REQUEST_BYTES - (64 << 10) - 4096) // 4 * 3
 MAX_RECEIVE_MESSAGES = 256
 MAX_WAIT_MS = 20_000
 PEEK_DEFAULT_MAX = 32
@@ -27,6 +32,9 @@ MAX_SETTLE_BATCH = 10_000  # items per CompleteBatch
 MAX_PROPERTIES = 256  # application properties per message
 MAX_FIELD_BYTES = 4096  # each of message_id, group_id, subject, correlation_id, ...
 MAX_METADATA_BYTES = 64 << 10  # all string fields + property keys and values of one message
+# A queue's dedup window (CreateQueue dedup_window_ms): its rows are kept this long, so
+# the bound is also what one queue's dedup table can cost (7 days, Service Bus's maximum).
+MAX_DEDUP_WINDOW_MS = 7 * 24 * 60 * 60 * 1000
 
 # Idempotency records.
 SETTLEMENT_RECEIPT_TTL_MS = 30 * 60 * 1000
@@ -82,15 +90,23 @@ FILTER_MAX_SOURCE_BYTES = 4096
 FILTER_MAX_AST_NODES = 1000
 FILTER_PUBLISH_BUDGET_MS = 2000  # all filter evaluations of one Send (else 400, nothing sent)
 
-# The HTTP server (server/protocol.py, server/body.py): what one client may hold or send
-# before anything is authenticated, and what all clients together may make the worker
-# buffer. Every bound answers a JSON envelope (docs/http.md "Limits").
+# The HTTP servers (httpguard/protocol.py, the broker's and mqlite-mcp --http's;
+# server/intake.py): what one client may hold or send before anything is authenticated,
+# and what all clients together may make the worker buffer. Every bound answers a JSON
+# envelope (docs/http.md "Limits").
 MAX_HEAD_BYTES = 16 << 10  # request line + headers of one request (431 over it)
 HEAD_TIMEOUT_S = 5.0  # a request head must be complete this long after connecting or
 # after the previous response (idle keep-alive and half-sent heads are closed)
 BODY_TIMEOUT_S = 60.0  # the whole body of one request, from its head (the original's ReadTimeout)
 MAX_CONNECTIONS = 4096  # open connections (503 over it); MQLITE_MAX_CONNECTIONS
 FD_RESERVE = 64  # descriptors kept free of connections (database, WAL, logs, listener)
+# Shares of the connection cap (server/shares.py, docs/http.md "Connection shares"): no
+# credential can take every slot. Percentages of the effective cap, each at least 1.
+CONNECTION_RESERVE_PERCENT = 5  # kept for configured admin tokens and /healthz (min 2)
+CREDENTIAL_SHARE_PERCENT = 25  # requests in flight of one credential (not an admin token)
+PARKED_SHARE_PERCENT = 10  # of which long polls (Receive with wait_time_ms) at once
+ANSWERED_BODY_LINGER_S = 1.0  # a request answered before its body arrived (a refusal,
+# /healthz): the rest of its body must follow within this, uncounted, or it is closed
 LARGE_BODY_BYTES = 1 << 20  # bodies over this are decoded on a worker thread and
 # reserve their size from the in-flight budget below before they are read
 MAX_INFLIGHT_BODY_BYTES = 64 << 20  # large request bodies buffered at once, all clients

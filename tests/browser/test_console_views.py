@@ -4,6 +4,7 @@ tests/browser/artifacts/; the stale state when the broker goes away; keyboard-on
 
 from __future__ import annotations
 
+import re
 from collections.abc import Iterator
 
 import pytest
@@ -170,5 +171,17 @@ def test_the_data_turns_stale_when_the_broker_stops(
         expect(banner).to_contain_text("Showing what was current at")
         # The last data stays on screen, marked stale (not replaced by zeros or a blank).
         assert cp.page.evaluate("() => document.body.dataset.stale") == "true"
-        expect(cp.page.locator("#overview-data")).to_contain_text("local file")
+        expect(cp.page.locator("#overview-data")).to_contain_text(
+            re.compile(r"Backend\s*local(?! file)")
+        )
         cp.screenshot("stale")
+
+
+def test_a_route_with_a_malformed_escape_shows_not_found(console: ConsolePage) -> None:
+    console.signed_in(ADMIN_TOKEN)
+    console.go("queues/%E0%A4%A")  # decodeURIComponent throws URIError on it
+    console.heading("Not found")
+    expect(console.page.get_by_role("link", name="Go to the overview")).to_be_visible()
+    assert console.problems() == []  # no uncaught error
+    console.go("queues")  # the router still works
+    console.heading("Queues")

@@ -11,10 +11,13 @@ def test_observe_json_and_text(cli: Cli, queue: str) -> None:
     o = cli.json("observe")
     assert o["collection"]["state"] == "available"
     (mine,) = [q for q in o["queues"] if q["queue"] == queue]
-    assert (mine["active"], mine["retained"], mine["unexpected"]) == (2, 2, 0)
+    assert (mine["active"], mine["total"], mine["unexpected"]) == (2, 2, 0)
+    assert mine["oldest_message_age_ms"] >= 0 and o["backend"] in ("local", "remote")
     effects = {(m["queue"], m["event"]): m["count"] for m in o["messages"]}
-    # Counters belong to the engine's process: an embedded CLI run starts from zero.
-    assert effects.get((queue, "enqueued")) == (2 if cli.mode == "client" else None)
+    # Counters belong to the engine's process: an embedded CLI run starts from zero, and
+    # every event of a known queue is listed, zeros included (the original's contract).
+    assert effects[queue, "enqueued"] == (2 if cli.mode == "client" else 0)
+    assert effects[queue, "purged"] == 0
     assert [t["task"] for t in o["maintenance"]] == [
         "locks", "scheduled", "ttl", "dedup", "receipts", "retention", "reclaim",
     ]  # fmt: skip
@@ -25,6 +28,7 @@ def test_observe_json_and_text(cli: Cli, queue: str) -> None:
     text = cli.ok("observe")
     assert "collection:    available" in text
     assert any(line.split()[:3] == [queue, "queue", "2"] for line in text.splitlines())
+    assert "TOTAL" in text.split()  # the queue table's column, the wire's name
     for section in ("message effects:", "storage operations:", "TASK", "filter failures:"):
         assert section in text
     assert ("authentication:" in text) == (cli.mode == "client")

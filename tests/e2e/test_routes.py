@@ -27,6 +27,8 @@ from e2e_support import (
     unique,
 )
 
+from mqlite import defaults
+
 MiB = 1 << 20
 JSON_TYPE = {"Content-Type": "application/json"}
 
@@ -63,6 +65,7 @@ LATER = [
     "AuthService/CreateKey",
     "AuthService/ListKeys",
     "AuthService/RevokeKey",
+    "AdminService/EnsureQueue",  # issue 31: the start-up verb that never resets a queue
 ]
 ALL_RPCS = ORIGINAL_ORDER + LATER
 
@@ -352,6 +355,30 @@ def test_create_queue_upsert_and_list(broker: Broker) -> None:
     assert info["lock_duration_ms"] == 45_000
     assert info["generation"]
     assert {"max_delivery_count", "default_ttl_ms", "dedup_window_ms"} <= set(info)
+
+
+def test_ensure_queue_creates_once_and_never_resets(broker: Broker) -> None:
+    q = unique()
+    first = broker.ok(
+        "AdminService/EnsureQueue", {"name": q, "config": {"dedup_window_ms": 600_000}}
+    )
+    assert (first["created"], first["differs"]) == (True, [])
+    assert first["queue"]["dedup_window_ms"] == 600_000 and first["queue"]["generation"]
+    again = broker.ok("AdminService/EnsureQueue", {"name": q})
+    assert (again["created"], again["differs"]) == (False, ["dedup_window_ms"])
+    assert again["queue"] == first["queue"]  # left exactly as it was
+    broker.err(
+        "AdminService/EnsureQueue",
+        {"name": q, "strict": True},
+        409,
+        "name_conflict",
+        reason="queue_config_differs",
+    )
+    same = broker.ok(
+        "AdminService/EnsureQueue",
+        {"name": q, "config": {"dedup_window_ms": 600_000}, "strict": True},
+    )
+    assert (same["created"], same["differs"]) == (False, [])
 
 
 def test_list_queues_and_status_accept_an_empty_body(broker: Broker) -> None:
@@ -949,6 +976,18 @@ def test_delete_queue_wakes_a_parked_poll(broker: Broker) -> None:
     assert r.status_code in (200, 404), r.text
     if r.status_code == 200:
         assert r.json() == {"messages": []}
+
+
+def test_dedup_window_above_its_maximum_is_400_naming_the_field_and_limit(broker: Broker) -> None:
+    top = defaults.MAX_DEDUP_WINDOW_MS
+    ok = unique()
+    broker.ok("AdminService/CreateQueue", {"name": ok, "config": {"dedup_window_ms": top}})
+    above = unique()
+    body = {"name": above, "config": {"dedup_window_ms": top + 1}}
+    msg = broker.err("AdminService/CreateQueue", body, 400, "invalid_argument")
+    assert "dedup_window_ms" in msg and str(top) in msg, msg
+    names = {q["name"] for q in broker.ok("AdminService/ListQueues", {})["queues"]}
+    assert ok in names and above not in names
 
 
 def test_null_is_absent_in_optional_fields_over_http(broker: Broker) -> None:

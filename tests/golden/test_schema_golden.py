@@ -18,7 +18,7 @@ SCHEMA_V5 = Path(__file__).with_name("schema_v5.sql")
 # SCHEMA_VERSION token and a step in engine/migrations.py from the previous one.
 PINNED = {
     "5": "6277cd1e9a956fe3fc10f9b87ea24c1295859bbf0a40f0d352ed0829c599ac68",
-    "6": "9e0be66480cabe8f89540b39f421a607fcbc71a9fd68406143aa2d65436fd178",
+    "6": "fb7ec30c81f2a0c024990f64525c512317ea7010dc02911746ea6e0030da7f91",
 }
 
 

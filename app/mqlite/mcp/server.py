@@ -24,6 +24,7 @@ from mqlite import errors
 from mqlite.version import VERSION
 
 from .forward import Forwarder
+from .lanes import Lanes
 from .tool import Tool
 from .tools import TOOLS
 
@@ -77,6 +78,7 @@ def build(forwarder: Forwarder, tools: Sequence[Tool] = TOOLS) -> Server[Any]:
     """A low-level MCP server forwarding ``tools`` through ``forwarder``."""
     by_name = {t.name: t for t in tools}
     listed = [listing(t) for t in tools]
+    lanes = Lanes()  # parked long polls and short calls on separate thread bounds
 
     async def list_tools(
         ctx: ServerRequestContext[Any], params: types.PaginatedRequestParams | None
@@ -90,7 +92,8 @@ def build(forwarder: Forwarder, tools: Sequence[Tool] = TOOLS) -> Server[Any]:
         if tool is None:
             raise MCPError(types.INVALID_PARAMS, f"unknown tool: {params.name}")
         arguments = dict(params.arguments or {})
-        outcome = await anyio.to_thread.run_sync(forwarder.call, tool, arguments)
+        limiter = lanes.limiter(tool.name, arguments)
+        outcome = await anyio.to_thread.run_sync(forwarder.call, tool, arguments, limiter=limiter)
         if outcome.error is not None:
             return error_result(outcome.error)
         return ok_result(outcome.result)
