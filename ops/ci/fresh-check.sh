@@ -58,6 +58,8 @@ put_back() {
   for img in "${moved[@]}"; do
     fresh=$(podman image inspect --format '{{.Id}}' "$img" 2>/dev/null)
     original=$(podman image inspect --format '{{.Id}}' "$(aside_name "$img")")
+    [[ -n "$original" ]] || { say "lost track of $img (no $(aside_name "$img"))"; continue; }
+    # `podman untag IMAGE` alone removes EVERY name of the image: always name the one.
     podman tag "$original" "$img" && podman untag "$original" "$(aside_name "$img")"
     # The run's own build, now untagged (never the original: same id, same image).
     if [[ -n "$fresh" && "$fresh" != "$original" ]]; then
@@ -72,7 +74,7 @@ trap 'exit 130' INT TERM
 
 for img in "${images[@]}"; do
   if podman image exists "$img"; then
-    podman tag "$img" "$(aside_name "$img")" && podman untag "$img" && moved+=("$img")
+    podman tag "$img" "$(aside_name "$img")" && podman untag "$img" "$img" && moved+=("$img")
   fi
 done
 ((${#moved[@]})) && say "moved aside ${#moved[@]} images: ${moved[*]}"
