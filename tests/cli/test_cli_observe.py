@@ -32,3 +32,16 @@ def test_observe_json_and_text(cli: Cli, queue: str) -> None:
     for section in ("message effects:", "storage operations:", "TASK", "filter failures:"):
         assert section in text
     assert ("authentication:" in text) == (cli.mode == "client")
+
+
+def test_observe_text_shows_no_age_for_a_queue_with_only_scheduled_messages(
+    cli: Cli, queue: str
+) -> None:
+    """A queue whose only message is scheduled has no oldest active message: the OLDEST
+    column says ``-``, never ``0.0s`` (issue 31: "Oldest 0 ms")."""
+    cli.setup_queue(queue)
+    cli.ok("schedule", queue, "later", "--at", "1h")
+    rows = [line.split() for line in cli.ok("observe").splitlines()]
+    (row,) = [r for r in rows if r[:2] == [queue, "queue"]]  # the queue table's row
+    assert row[5] == "1"  # SCHEDULED
+    assert row[-1] == "-", row

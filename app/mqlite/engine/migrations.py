@@ -4,8 +4,9 @@ same transaction that checks it, or refused if no path leads there.
 Token 5 is the original's v0.3.x schema (and ours before bodies moved out): going to 6
 only adds a column (``ALTER TABLE ... ADD COLUMN``, O(1): no row is rewritten) and the
 ``bodies`` table (created by the ordinary ``CREATE TABLE IF NOT EXISTS`` pass). Rows keep
-their inline bodies; new large ones go to ``bodies``. Every step is additive, so a failure
-rolls back to the untouched old database.
+their inline bodies; new large ones go to ``bodies``. Going from 6 to 7 only adds the
+``schedules`` table (cron schedules), again by the ordinary ``CREATE ... IF NOT EXISTS``
+pass. Every step is additive, so a failure rolls back to the untouched old database.
 """
 
 from __future__ import annotations
@@ -20,6 +21,7 @@ STEPS: dict[str, tuple[str, tuple[str, ...]]] = {
         "6",
         ("ALTER TABLE messages ADD COLUMN external_body_bytes INTEGER NOT NULL DEFAULT 0",),
     ),
+    "6": ("7", ()),  # the schedules table and its index: created by the schema pass
 }
 
 SET_VERSION_SQL = "UPDATE meta SET value = ? WHERE key = 'schema_version'"

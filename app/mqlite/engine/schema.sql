@@ -1,5 +1,6 @@
--- mqlite canonical schema, guard token 6 (meta.schema_version). A token-5 database (the
--- original's v0.3.x) is migrated at open by engine/migrations.py; any other token is refused.
+-- mqlite canonical schema, guard token 7 (meta.schema_version). A token-5 database (the
+-- original's v0.3.x) or a token-6 one is migrated at open by engine/migrations.py; any
+-- other token is refused.
 -- Content pinned by tests/golden (hash + sqlite_master).
 -- One statement per ";"-terminated block; all times are INTEGER epoch milliseconds (UTC).
 
@@ -148,3 +149,31 @@ CREATE TABLE IF NOT EXISTS access_keys (
 ) STRICT;
 
 CREATE INDEX IF NOT EXISTS idx_access_keys_created ON access_keys(created_at, id);
+
+-- Cron schedules (engine/schedules.py, docs/cron.md). A firing sends the stored message
+-- and records its slot (last_slot, next_fire_at) in the SAME transaction, so a crash
+-- between them cannot fire a slot twice or lose it. Added by migration 6->7.
+CREATE TABLE IF NOT EXISTS schedules (
+    name           TEXT PRIMARY KEY,
+    cron           TEXT NOT NULL,
+    timezone       TEXT NOT NULL DEFAULT 'UTC',
+    queue          TEXT NOT NULL,
+    body           BLOB NOT NULL,
+    subject        TEXT NOT NULL DEFAULT '',
+    content_type   TEXT NOT NULL DEFAULT '',
+    correlation_id TEXT NOT NULL DEFAULT '',
+    reply_to       TEXT NOT NULL DEFAULT '',
+    group_id       TEXT NOT NULL DEFAULT '',
+    properties     TEXT NOT NULL DEFAULT '{}',
+    catch_up       TEXT NOT NULL DEFAULT 'latest' CHECK (catch_up IN ('latest','skip')),
+    paused         INTEGER NOT NULL DEFAULT 0,
+    next_fire_at   INTEGER NOT NULL,
+    last_slot      INTEGER NOT NULL DEFAULT 0,
+    last_fired_at  INTEGER NOT NULL DEFAULT 0,
+    fired          INTEGER NOT NULL DEFAULT 0,
+    created_at     INTEGER NOT NULL,
+    updated_at     INTEGER NOT NULL
+) STRICT;
+
+-- The firing pass seeks due, unpaused schedules in (next_fire_at, name) order.
+CREATE INDEX IF NOT EXISTS idx_schedules_due ON schedules(next_fire_at, name) WHERE paused = 0;

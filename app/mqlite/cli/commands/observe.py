@@ -13,6 +13,7 @@ from typing import Any
 from mqlite import wire
 from mqlite.cli.context import Context
 from mqlite.cli.output import size_text, when_text
+from mqlite.wire.observability import QueueGaugesJSON
 
 
 def register(sub: Any, common: argparse.ArgumentParser) -> None:
@@ -99,11 +100,19 @@ def _queues(out: Any, r: wire.ObserveResponse) -> None:
         (
             (
                 *(q.queue, q.kind, q.active, q.locked, q.deferred, q.scheduled, q.dead_lettered),
-                *(q.total, q.unexpected, f"{q.oldest_message_age_ms / 1000:.1f}s"),
+                *(q.total, q.unexpected, _oldest(q)),
             )
             for q in r.queues
         ),
     )
+
+
+def _oldest(q: QueueGaugesJSON) -> str:
+    """The age of the oldest active or locked message; ``-`` when there is none (only
+    scheduled, deferred or dead-lettered messages have no age to show, not ``0.0s``)."""
+    if q.active + q.locked == 0:
+        return "-"
+    return f"{q.oldest_message_age_ms / 1000:.1f}s"
 
 
 def _maintenance(out: Any, r: wire.ObserveResponse) -> None:
