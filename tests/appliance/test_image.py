@@ -33,7 +33,11 @@ from mqlite.clock import SystemClock
 from mqlite.version import VERSION
 
 UID = 10001
-IDLE_TREE_RSS_TARGET_KB = 70 * 1024
+# The idle tree's budget. 70 MiB until the wave that added cron schedules, connection
+# shares, shared observations and EnsureQueue: with them the tree measured 72,272 kB, and
+# 71,796 kB once croniter and difflib were made lazy (tests/e2e/test_lean_master.py pins
+# that). 72 MiB keeps ~1.9 MB of headroom; a feature that needs more must say so here.
+IDLE_TREE_RSS_TARGET_KB = 72 * 1024
 STOP_TIMEOUT_S = 15
 REPORT = Path(__file__).resolve().parents[2] / "build" / "appliance-report.json"
 

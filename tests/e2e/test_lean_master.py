@@ -1,7 +1,7 @@
 """The gunicorn master stays lean: the app, the engine and uvicorn load only in the worker.
 
 A forked worker's inherited pages count in the RSS of BOTH processes, so everything the
-master imports is paid twice in the appliance's idle memory (target < 70 MB for the tree).
+master imports is paid twice in the appliance's idle memory (target < 72 MiB for the tree).
 """
 
 from __future__ import annotations
@@ -64,7 +64,7 @@ def test_lazy_attributes_resolve_to_the_defining_objects() -> None:
 
 # What the worker loads only when it needs it: croniter (+ dateutil, six) once a schedule
 # exists, difflib once a request has an unknown field. Loaded at start they cost the idle
-# worker ~1.2 MB and put the appliance's tree over its 70 MB target (test_image.py).
+# worker ~0.5 MB of the appliance's idle tree budget (test_image.py).
 _RARE_PATH_MODULES = {"croniter", "dateutil", "six", "difflib"}
 
 _WORKER_START = """
