@@ -8,6 +8,10 @@ PORT = 6754
 # Queue configuration defaults (CreateQueue; 0 on the wire means "take the default").
 LOCK_DURATION_MS = 30_000
 MAX_DELIVERY_COUNT = 10
+# The queue retry policy (engine/retry.py): off unless retry_initial_delay_ms > 0.
+RETRY_MULTIPLIER = 2.0
+RETRY_MAX_DELAY_MS = 15 * 60 * 1000
+RETRY_MULTIPLIER_MAX = 1000.0  # a larger factor only reaches the cap sooner
 
 # Limits.
 MAX_MESSAGE_BYTES = 1 << 20  # body cap per message (MQLITE_MAX_MESSAGE_BYTES)
@@ -27,6 +31,7 @@ MAX_SETTLE_BATCH = 10_000  # items per CompleteBatch
 MAX_PROPERTIES = 256  # application properties per message
 MAX_FIELD_BYTES = 4096  # each of message_id, group_id, subject, correlation_id, ...
 MAX_METADATA_BYTES = 64 << 10  # all string fields + property keys and values of one message
+MAX_ERROR_BYTES = 4096  # Abandon's error (UTF-8): kept with the message as last_error
 
 # Idempotency records.
 SETTLEMENT_RECEIPT_TTL_MS = 30 * 60 * 1000

@@ -1,5 +1,6 @@
--- mqlite canonical schema, guard token 6 (meta.schema_version). A token-5 database (the
--- original's v0.3.x) is migrated at open by engine/migrations.py; any other token is refused.
+-- mqlite canonical schema, guard token 7 (meta.schema_version). A token-5 database (the
+-- original's v0.3.x) or a token-6 one is migrated at open by engine/migrations.py; any other
+-- token is refused.
 -- Content pinned by tests/golden (hash + sqlite_master).
 -- One statement per ";"-terminated block; all times are INTEGER epoch milliseconds (UTC).
 
@@ -22,7 +23,12 @@ CREATE TABLE IF NOT EXISTS queues (
     dlq_max_count         INTEGER NOT NULL DEFAULT 0,
     dlq_max_bytes         INTEGER NOT NULL DEFAULT 0,
     created_at            INTEGER NOT NULL,
-    updated_at            INTEGER NOT NULL
+    updated_at            INTEGER NOT NULL,
+    -- The retry policy (engine/retry.py; off while the initial delay is 0). Added by 6->7.
+    retry_initial_delay_ms INTEGER NOT NULL DEFAULT 0,
+    retry_multiplier       REAL NOT NULL DEFAULT 2.0,
+    retry_max_delay_ms     INTEGER NOT NULL DEFAULT 900000,
+    retry_jitter           REAL NOT NULL DEFAULT 0.0
 ) STRICT;
 
 -- Topics are not stored anywhere else: a topic exists iff it has rows here.
@@ -66,7 +72,11 @@ CREATE TABLE IF NOT EXISTS messages (
     -- 0: the body is inline in `body`. N > 0: `body` is empty and the N-byte body lives in
     -- `bodies`, so a claim or settlement rewrites a small row, never a large body (write
     -- amplification; consumers can still drain a nearly full disk). Added by migration 5->6.
-    external_body_bytes     INTEGER NOT NULL DEFAULT 0
+    external_body_bytes     INTEGER NOT NULL DEFAULT 0,
+    -- The error of the last failed delivery (Abandon's error, or 'lock expired') and when
+    -- it happened; NULL / 0 while none failed. Added by migration 6->7.
+    last_error              TEXT,
+    last_error_at           INTEGER NOT NULL DEFAULT 0
 ) STRICT;
 
 -- Large bodies, keyed by their message's id and deleted with it.

@@ -131,7 +131,9 @@ class ReceiverClient(Protocol):
 
     def complete(self, queue: str, seq_number: int, lock_token: str, /) -> None: ...
 
-    def abandon(self, queue: str, seq_number: int, lock_token: str, delay_ms: int, /) -> None: ...
+    def abandon(
+        self, queue: str, seq_number: int, lock_token: str, delay_ms: int, error: str, /
+    ) -> None: ...
 
     def reject(
         self, queue: str, seq_number: int, lock_token: str, reason: str, description: str, /
