@@ -25,8 +25,9 @@ SELECT COUNT(*), MAX(id) FROM (
 )
 """
 
-# Same-queue redrive: back to active in place, as if never delivered (no last error); enqueued_at and
-# expires_at are kept (an expired message returns to the DLQ on the next TTL sweep).
+# Same-queue redrive: back to active in place, as if never delivered (no last error);
+# enqueued_at and expires_at are kept (an expired message returns to the DLQ on the next
+# TTL sweep).
 REDRIVE_IN_PLACE_SQL = """
 UPDATE messages SET
     state = 'active',
