@@ -26,7 +26,7 @@ import tempfile
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import Any, ClassVar
 
 import pytest
 from hypothesis import HealthCheck, settings
@@ -277,7 +277,7 @@ class Model:
     # -- views -------------------------------------------------------------------------
     def peek_view(self) -> list[tuple[Any, ...]]:
         return [view(m.seq, m.state, m.count, m.group, m.body, m.locked_until, m.visible_at,
-                     m.dl_reason, m.dl_desc) + (m.last_error, m.last_error_at)
+                     m.dl_reason, m.dl_desc, m.last_error, m.last_error_at)
                 for m in sorted(self.msgs.values(), key=lambda x: x.seq)]  # fmt: skip
 
     def counts(self) -> dict[str, int]:
@@ -298,8 +298,11 @@ def view(
     visible_at: int,
     dl_reason: str,
     dl_desc: str,
+    last_error: str,
+    last_error_at: int,
 ) -> tuple[Any, ...]:
-    """What peek must agree on (lease only for locked rows, visible_at only when parked)."""
+    """What peek must agree on (lease only for locked rows, visible_at only when parked;
+    the last error in every state)."""
     return (
         seq,
         state,
@@ -309,6 +312,8 @@ def view(
         locked_until if state == "locked" else None,
         visible_at if state == "scheduled" else None,
         (dl_reason, dl_desc) if state == "dead_lettered" else None,
+        last_error,
+        last_error_at,
     )
 
 
@@ -316,7 +321,9 @@ class QueueModelMachine(RuleBasedStateMachine):
     MODE = "standard"
     GROUPS: tuple[str, ...] = ("", "", "a", "b")
     FILE_DB = False
-    POLICY: dict[str, Any] = {}  # the queue's retry policy fields (none: the old behaviour)
+    POLICY: ClassVar[
+        dict[str, Any]
+    ] = {}  # the queue's retry policy fields (none: the old behaviour)
 
     REMOTE_URL = ""  # set: the machine runs on that libSQL server (RemoteMachines below)
 
@@ -649,8 +656,8 @@ class QueueModelMachine(RuleBasedStateMachine):
         assert all(m.lock_token == "" for m in peeked), "peek must never expose a lock token"
         got = [
             view(m.seq_number, m.state, m.delivery_count, m.group_id, m.body, m.locked_until_ms,
-                 m.visible_at_ms, m.dead_letter_reason, m.dead_letter_description)
-            + (m.last_error, m.last_error_at_ms)
+                 m.visible_at_ms, m.dead_letter_reason, m.dead_letter_description,
+                 m.last_error, m.last_error_at_ms)
             for m in peeked
         ]  # fmt: skip
         expected = self.model.peek_view()

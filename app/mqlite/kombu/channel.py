@@ -6,7 +6,7 @@
 | publish | ``send_one`` (``schedule`` for a future ETA) to the queue the binding names |
 | ``basic_consume`` | a long-poll thread (``polling``); ``no_ack`` = receive-and-delete |
 | ``basic_ack`` | ``complete`` |
-| ``basic_reject(requeue=True)`` | ``abandon`` with the task's error; the queue's retry policy sets the delay |
+| ``basic_reject(requeue=True)`` | ``abandon`` with the task's error (the queue's retry policy) |
 | ``basic_reject(requeue=False)`` | ``reject``: the DLQ, with the reason |
 | ``queue_purge`` | receive-and-delete in batches of 256, then cancel scheduled messages |
 | ``queue_delete`` | drain, then ``delete_queue`` / ``unsubscribe`` |

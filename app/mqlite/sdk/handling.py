@@ -1,8 +1,8 @@
 """Running handlers and settling their outcome, for the ``Receiver``: a worker thread takes
 a claimed message, runs the handler, and completes it (returned), rejects it
-(``DeadLetter``) or abandons it (raised) with the exception as its ``error`` and the
-delay left to the queue's retry policy (the ``Backoff``'s only when the queue has none). A mixin sharing the
-receiver's state behind its one condition variable.
+(``DeadLetter``) or abandons it (raised) with the exception as its ``error`` and the delay
+left to the queue's retry policy (the ``Backoff``'s only when the queue has none). A
+mixin sharing the receiver's state behind its one condition variable.
 """
 
 from __future__ import annotations

@@ -115,12 +115,19 @@ def peek(ctx: Context) -> int:
                 m.group_id or "-",
                 m.message_id or "-",
                 body_preview(m.body)
-                + (f"  [{m.dead_letter_reason}]" if m.dead_letter_reason else ""),
+                + (f"  [{m.dead_letter_reason}]" if m.dead_letter_reason else "")
+                + (f"  last error: {error_preview(m.last_error)}" if m.last_error else ""),
             )
             for m in msgs
         ),
     )
     return 0
+
+
+def error_preview(text: str, limit: int = 80) -> str:
+    """A last error on one table line: whitespace folded, clipped to ``limit`` chars."""
+    flat = " ".join(text.split())
+    return flat if len(flat) <= limit else flat[: limit - 1] + "…"
 
 
 def visible_text(m: Message) -> str:
