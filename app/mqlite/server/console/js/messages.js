@@ -49,6 +49,8 @@ export function messageCard(m) {
     m.content_type && ["Content type", m.content_type],
     m.dead_letter_reason && ["Dead-letter reason", m.dead_letter_reason],
     m.dead_letter_description && ["Dead-letter description", m.dead_letter_description],
+    m.last_error && ["Last error", m.last_error],
+    m.last_error_at_ms && ["Last error at", dateTime(m.last_error_at_ms)],
   ].filter(Boolean);
   const props = Object.entries(m.properties || {});
   return h(
