@@ -18,9 +18,9 @@ from typing import Any
 
 from celery import Celery
 from celery.exceptions import Reject
-from kombu import Exchange, Queue
 
 import mqlite.kombu  # noqa: F401  (registers the mqlite transport)
+from kombu import Exchange, Queue
 from mqlite.clock import SYSTEM_CLOCK
 
 

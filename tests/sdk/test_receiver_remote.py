@@ -7,6 +7,7 @@ handler).
 
 from __future__ import annotations
 
+import itertools
 import threading
 import time
 import uuid
@@ -143,7 +144,7 @@ def test_remote_deliveries_follow_the_queue_retry_policy_and_the_dlq_keeps_the_e
                  on_error=lambda e, m: None)  # fmt: skip
     with r:
         wait_until(lambda: r.stats().abandoned == 4, timeout=30)
-    gaps = [b - a for a, b in zip(times, times[1:], strict=False)]
+    gaps = [b - a for a, b in itertools.pairwise(times)]
     assert len(gaps) == 3
     for gap, delay in zip(gaps, (1_000, 2_000, 3_000), strict=True):
         assert delay <= gap <= delay + 2_000, gaps
