@@ -137,7 +137,7 @@ def main(argv: list[str] | None = None) -> int:
     ok = True
     with tempfile.TemporaryDirectory(prefix="mqlite-retry-bench-") as tmp:
         workdir = Path(tmp)
-        print(f"| queue | ready drained | parked | msg/s none | msg/s parked | ratio |")
+        print("| queue | ready drained | parked | msg/s none | msg/s parked | ratio |")
         print("|---|---:|---:|---:|---:|---:|")
         for mode in ("standard", "group_fifo"):
             base: list[float] = []
