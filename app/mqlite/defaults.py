@@ -32,6 +32,9 @@ MAX_PROPERTIES = 256  # application properties per message
 MAX_FIELD_BYTES = 4096  # each of message_id, group_id, subject, correlation_id, ...
 MAX_METADATA_BYTES = 64 << 10  # all string fields + property keys and values of one message
 MAX_ERROR_BYTES = 4096  # Abandon's error (UTF-8): kept with the message as last_error
+# A queue's dedup window (CreateQueue dedup_window_ms): its rows are kept this long, so
+# the bound is also what one queue's dedup table can cost (7 days, Service Bus's maximum).
+MAX_DEDUP_WINDOW_MS = 7 * 24 * 60 * 60 * 1000
 
 # Idempotency records.
 SETTLEMENT_RECEIPT_TTL_MS = 30 * 60 * 1000
@@ -87,9 +90,10 @@ FILTER_MAX_SOURCE_BYTES = 4096
 FILTER_MAX_AST_NODES = 1000
 FILTER_PUBLISH_BUDGET_MS = 2000  # all filter evaluations of one Send (else 400, nothing sent)
 
-# The HTTP server (server/protocol.py, server/body.py): what one client may hold or send
-# before anything is authenticated, and what all clients together may make the worker
-# buffer. Every bound answers a JSON envelope (docs/http.md "Limits").
+# The HTTP servers (httpguard/protocol.py, the broker's and mqlite-mcp --http's;
+# server/intake.py): what one client may hold or send before anything is authenticated,
+# and what all clients together may make the worker buffer. Every bound answers a JSON
+# envelope (docs/http.md "Limits").
 MAX_HEAD_BYTES = 16 << 10  # request line + headers of one request (431 over it)
 HEAD_TIMEOUT_S = 5.0  # a request head must be complete this long after connecting or
 # after the previous response (idle keep-alive and half-sent heads are closed)

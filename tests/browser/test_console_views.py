@@ -172,3 +172,13 @@ def test_the_data_turns_stale_when_the_broker_stops(
         assert cp.page.evaluate("() => document.body.dataset.stale") == "true"
         expect(cp.page.locator("#overview-data")).to_contain_text("local file")
         cp.screenshot("stale")
+
+
+def test_a_route_with_a_malformed_escape_shows_not_found(console: ConsolePage) -> None:
+    console.signed_in(ADMIN_TOKEN)
+    console.go("queues/%E0%A4%A")  # decodeURIComponent throws URIError on it
+    console.heading("Not found")
+    expect(console.page.get_by_role("link", name="Go to the overview")).to_be_visible()
+    assert console.problems() == []  # no uncaught error
+    console.go("queues")  # the router still works
+    console.heading("Queues")

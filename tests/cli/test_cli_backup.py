@@ -3,12 +3,16 @@
 from __future__ import annotations
 
 import hashlib
+import os
+import signal
 import sqlite3
+import subprocess
 import threading
+import time
 from pathlib import Path
 
 import pytest
-from cli_support import Cli
+from cli_support import Cli, mqlite_cmd
 
 import mqlite
 
@@ -189,3 +193,51 @@ def test_backup_force_refuses_a_hard_link_to_the_database(
     r = embedded_cli.run("backup", str(alias), "--force")
     assert r.returncode == 1 and b"the database itself" in r.stderr
     assert _rows(db) == before
+
+
+KILL_DB_BYTES = 96 << 20  # big enough that the copy is still being written when we look
+KILL_POLL_DEADLINE_S = 20.0
+
+
+def test_a_sigkilled_backup_leaves_a_temp_file_the_next_backup_removes(
+    embedded_cli: Cli, queue: str, tmp_path: Path
+) -> None:
+    body = os.urandom(16 << 10)
+    with embedded_cli.sdk() as c:
+        c.create_queue(queue)
+        for _ in range(KILL_DB_BYTES // len(body) // 200):
+            c.send(queue, [mqlite.OutMessage(body=body)] * 200)
+    backups = tmp_path / "backups"
+    backups.mkdir()
+    proc = subprocess.Popen(
+        mqlite_cmd("backup", str(backups / "first.db")), env=embedded_cli.env,
+        stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
+    )  # fmt: skip
+    try:
+        deadline = time.monotonic() + KILL_POLL_DEADLINE_S
+        while not [p for p in backups.iterdir() if p.stat().st_size > 1 << 20]:
+            assert proc.poll() is None, "the backup finished before it could be killed"
+            assert time.monotonic() < deadline, "no temp file appeared"
+            time.sleep(0.001)
+        proc.send_signal(signal.SIGKILL)
+    finally:
+        proc.kill()
+        proc.wait(timeout=10)
+    leftovers = list(backups.iterdir())  # no finally ran: the partial copy is there
+    assert leftovers and "first.db" not in [p.name for p in leftovers]
+    embedded_cli.ok("backup", str(backups / "second.db"))
+    assert sorted(p.name for p in backups.iterdir()) == ["second.db", "second.db.sha256"]
+
+
+def test_a_live_backup_s_temp_file_is_not_swept(tmp_path: Path) -> None:
+    from mqlite.engine import backup as snapshots
+
+    held = snapshots.claim_temp(str(tmp_path), str(tmp_path / "a.db"))
+    try:
+        abandoned = tmp_path / f"{snapshots.TEMP_PREFIX}b.db.0123456789ab{snapshots.TEMP_SUFFIX}"
+        abandoned.write_bytes(b"x" * 100)
+        assert snapshots.sweep_abandoned(str(tmp_path)) == [str(abandoned)]
+        assert Path(held.path).exists() and not abandoned.exists()
+    finally:
+        held.release()
+    assert snapshots.sweep_abandoned(str(tmp_path)) == [held.path]  # once its owner is gone

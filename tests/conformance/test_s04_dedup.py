@@ -6,7 +6,8 @@ from __future__ import annotations
 import pytest
 from conformance_support import counts, peek_all, seqs
 
-from mqlite import OutMessage, errors
+from mqlite import OutMessage, defaults, errors
+from mqlite.testing import run_maintenance_once
 
 WINDOW = 10_000
 
@@ -166,3 +167,32 @@ def test_4_3_schedule_batch_conflict_slot_is_zero(mq, make_queue, clock):
     assert result[0] == 0
     assert result[1] > 0
     assert counts(mq, q) == (1, 0, 0, 1, 0, 2)
+
+
+def dedup_rows(raw_db, queue):
+    con = raw_db()
+    return con.execute("SELECT COUNT(*) FROM dedup WHERE queue = ?", (queue,)).fetchone()[0]
+
+
+def test_4_4_each_queue_prunes_its_dedup_rows_by_its_own_window(mq, make_queue, clock, raw_db):
+    second = make_queue("second", dedup_window_ms=1_000)
+    week = make_queue("week", dedup_window_ms=defaults.MAX_DEDUP_WINDOW_MS)
+    mq.send(second, [OutMessage(body=b"%d" % i, message_id=f"s{i}") for i in range(500)])
+    mq.send_one(week, OutMessage(body=b"idle", message_id="w"))
+    clock.advance(1_000)  # a row exactly one window old is out of the window
+    run_maintenance_once(mq)
+    assert (dedup_rows(raw_db, second), dedup_rows(raw_db, week)) == (0, 1)
+    # The wide queue still deduplicates; the narrow one accepts its ids anew.
+    assert (
+        mq.send_one(week, OutMessage(body=b"idle", message_id="w"))
+        == peek_all(mq, week)[0].seq_number
+    )
+    mq.send_one(second, OutMessage(body=b"other", message_id="s0"))
+    assert mq.stats(second).total == 501
+
+
+def test_4_4_dedup_window_above_the_maximum_is_refused(mq, make_queue):
+    assert make_queue("at-max", dedup_window_ms=defaults.MAX_DEDUP_WINDOW_MS) == "at-max"
+    with pytest.raises(errors.InvalidArgument, match=r"dedup_window_ms .* maximum 604800000"):
+        make_queue("above", dedup_window_ms=defaults.MAX_DEDUP_WINDOW_MS + 1)
+    assert [q.name for q in mq.list_queues()] == ["at-max"]

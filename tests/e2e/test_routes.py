@@ -27,6 +27,8 @@ from e2e_support import (
     unique,
 )
 
+from mqlite import defaults
+
 MiB = 1 << 20
 JSON_TYPE = {"Content-Type": "application/json"}
 
@@ -949,3 +951,30 @@ def test_delete_queue_wakes_a_parked_poll(broker: Broker) -> None:
     assert r.status_code in (200, 404), r.text
     if r.status_code == 200:
         assert r.json() == {"messages": []}
+
+
+def test_dedup_window_above_its_maximum_is_400_naming_the_field_and_limit(broker: Broker) -> None:
+    top = defaults.MAX_DEDUP_WINDOW_MS
+    ok = unique()
+    broker.ok("AdminService/CreateQueue", {"name": ok, "config": {"dedup_window_ms": top}})
+    above = unique()
+    body = {"name": above, "config": {"dedup_window_ms": top + 1}}
+    msg = broker.err("AdminService/CreateQueue", body, 400, "invalid_argument")
+    assert "dedup_window_ms" in msg and str(top) in msg, msg
+    names = {q["name"] for q in broker.ok("AdminService/ListQueues", {})["queues"]}
+    assert ok in names and above not in names
+
+
+def test_null_is_absent_in_optional_fields_over_http(broker: Broker) -> None:
+    """Issue 28: the proto3 JSON mapping, as the original's JavaScript/Go clients send it;
+    a null where a value is required is still the 400 naming the field."""
+    q = broker.create_queue()
+    assert broker.ok("AdminService/CreateQueue", {"name": q, "config": None}) == {}
+    msg = {"body": "aGk=", "group_id": None, "properties": None, "message_id": None}
+    sent = broker.ok("QueueService/Send", {"queue": q, "messages": [msg], "ttl_ms": None})
+    body = {"queue": q, "max_messages": None, "wait_time_ms": None, "receive_attempt_id": None}
+    (got,) = broker.ok("QueueService/Receive", body)["messages"]
+    assert (got["seq_number"], got["body"]) == (sent["seq_numbers"][0], "aGk=")
+    assert "group_id" not in got and "properties" not in got
+    message = broker.err("QueueService/Stats", {"queue": None}, 400, "invalid_argument")
+    assert message == "queue: want string, got null"

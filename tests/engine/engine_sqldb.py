@@ -85,7 +85,10 @@ def seed_for_planner(conn: sqlite3.Connection, analyze: bool) -> None:
             " visible_at) VALUES (?, ?, ?, x'00', ?, ?, ?)",
             [(("pa", "pb")[i % 2], states[i % 5], i, (i % 3) * i, i, i) for i in range(3000)],
         )
-        conn.execute("INSERT INTO dedup VALUES ('pa', 'm', NULL, 1, 1)")
+        conn.executemany(  # enough rows that a seek beats a scan, as in production
+            "INSERT INTO dedup VALUES (?, ?, NULL, 1, ?)",
+            [(("pa", "pb")[i % 2], f"m{i}", i) for i in range(3000)],
+        )
         conn.execute("ANALYZE")
 
 

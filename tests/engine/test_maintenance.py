@@ -262,23 +262,42 @@ def dedup_ids(conn: sqlite3.Connection) -> set[str]:
     return {r[0] for r in conn.execute("SELECT message_id FROM dedup")}
 
 
-def test_dedup_prune_uses_widest_window_of_any_queue(conn: sqlite3.Connection) -> None:
+def test_dedup_prune_is_per_queue_by_its_own_window(conn: sqlite3.Connection) -> None:
     add_queue(conn, "narrow", dedup_window_ms=100)
     add_queue(conn, "wide", dedup_window_ms=1000)
-    add_dedup(conn, "narrow", "inside-wide", NOW - 500)  # outside its own window, inside widest
-    add_dedup(conn, "narrow", "at-horizon", NOW - 1000)
+    add_dedup(conn, "narrow", "inside", NOW - 99)
+    add_dedup(conn, "narrow", "at-edge", NOW - 100)  # lookups ask seen_at > now - window
+    add_dedup(conn, "narrow", "older", NOW - 500)  # inside the wide queue's window: still out
+    add_dedup(conn, "wide", "kept", NOW - 500)
     add_dedup(conn, "wide", "old", NOW - 1001)
     with tx(conn):
-        assert mt.prune_dedup(conn, NOW) == 1
-    assert dedup_ids(conn) == {"inside-wide", "at-horizon"}
+        assert mt.prune_dedup(conn, NOW) == 3
+    assert dedup_ids(conn) == {"inside", "kept"}
 
 
-def test_dedup_prune_does_nothing_when_no_queue_has_a_window(conn: sqlite3.Connection) -> None:
-    add_queue(conn, "q")
+def test_a_1s_window_queue_is_pruned_beside_a_10_year_window_queue(
+    conn: sqlite3.Connection,
+) -> None:
+    # A 10-year window is above today's maximum: a database from before the bound.
+    add_queue(conn, "decade", dedup_window_ms=10 * 365 * 24 * 3600 * 1000)
+    add_queue(conn, "second", dedup_window_ms=1000)
+    add_dedup(conn, "decade", "idle", 0)
+    conn.executemany(
+        "INSERT INTO dedup (queue, message_id, request_hash, seq_number, seen_at)"
+        " VALUES ('second', ?, 'h', 1, ?)",
+        [(f"m{i}", NOW - 2000 - i) for i in range(10_000)],
+    )
+    with tx(conn):
+        assert mt.prune_dedup(conn, NOW) == 10_000
+    assert dedup_ids(conn) == {"idle"}
+
+
+def test_dedup_rows_of_a_queue_with_dedup_off_are_pruned(conn: sqlite3.Connection) -> None:
+    add_queue(conn, "q")  # window 0: its rows (from when it was on) are never looked up
     add_dedup(conn, "q", "ancient", 0)
     with tx(conn):
-        assert mt.prune_dedup(conn, NOW) == 0
-    assert dedup_ids(conn) == {"ancient"}
+        assert mt.prune_dedup(conn, NOW) == 1
+    assert dedup_ids(conn) == set()
 
 
 def test_receipt_prune_deletes_strictly_expired(conn: sqlite3.Connection) -> None:
@@ -521,8 +540,11 @@ PLANS: dict[str, tuple[set[str], set[str]]] = {
     "ACTIVATE_SCHEDULED_SQL": ({"idx_msg_scheduled"}, set()),
     "EXPIRE_TTL_DEAD_LETTER_SQL": ({"idx_msg_expire", AUTO_QUEUES}, set()),
     "EXPIRE_TTL_DISCARD_SQL": ({"idx_msg_expire", AUTO_QUEUES}, set()),
-    "MAX_DEDUP_WINDOW_SQL": (set(), {"queues"}),  # MAX over the small queues table
-    "PRUNE_DEDUP_SQL": ({"idx_dedup_seen"}, set()),
+    # Driven by the small queues table, one (queue, seen_at) range seek per queue.
+    "PRUNE_DEDUP_SQL": (
+        {"idx_dedup_queue_seen (queue=? AND seen_at<?)", "dedup USING INTEGER PRIMARY KEY"},
+        {"q"},  # q = the queues table (a row per queue)
+    ),
     "PRUNE_RECEIPTS_SQL": ({"idx_settlement_expire"}, set()),
     "PRUNE_ATTEMPTS_SQL": ({"idx_recv_attempt_expire"}, set()),
     "FREELIST_COUNT_SQL": (set(), set()),

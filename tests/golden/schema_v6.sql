@@ -105,7 +105,10 @@ CREATE TABLE IF NOT EXISTS dedup (
     PRIMARY KEY (queue, message_id)
 ) STRICT;
 
-CREATE INDEX IF NOT EXISTS idx_dedup_seen ON dedup(seen_at);
+-- Per queue by age: the janitor prunes each queue by its own window with one seek per
+-- queue (it replaced idx_dedup_seen, a global seen_at index pruned by the widest window).
+DROP INDEX IF EXISTS idx_dedup_seen;
+CREATE INDEX IF NOT EXISTS idx_dedup_queue_seen ON dedup(queue, seen_at);
 
 -- A receipt identifies the REQUEST it vouches for (queue, seq, token, verb, effect args),
 -- not merely the token: anything looser vouches for a call that never happened.

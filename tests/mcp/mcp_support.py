@@ -32,6 +32,7 @@ from e2e_support import (
     ADMIN_TOKEN,
     Broker,
     BrokerFactory,
+    _nofile_limit,
     base_env,
     broker_factory_fixture,
     free_port,
@@ -131,9 +132,10 @@ def run_mcp(
 
 @contextlib.contextmanager
 def http_listener(
-    env: Mapping[str, str], stderr: Path, port: int | None = None
+    env: Mapping[str, str], stderr: Path, port: int | None = None, nofile: int | None = None
 ) -> Iterator[tuple[subprocess.Popen[bytes], str]]:
-    """``mqlite-mcp --http 127.0.0.1:PORT`` running; yields it and its ``/mcp`` URL."""
+    """``mqlite-mcp --http 127.0.0.1:PORT`` running; yields it and its ``/mcp`` URL.
+    ``nofile`` sets its descriptor limit (soft and hard)."""
     port = port or free_port()
     full = base_env(Path("/nonexistent.db"), {})
     full.pop("MQLITE_DB", None)
@@ -146,6 +148,7 @@ def http_listener(
             stdout=err,
             stderr=err,
             start_new_session=True,
+            preexec_fn=None if nofile is None else _nofile_limit(nofile),
         )
     try:
         deadline = time.monotonic() + STARTUP_DEADLINE_S

@@ -79,9 +79,9 @@ def test_send_receive_complete_round_trip(broker: Broker, tmp_path: Path) -> Non
             )
             got = ok(await c.call_tool("receive", {"queue": queue, "wait_time_ms": 2000}))
             (msg,) = got["messages"]
-            assert msg["seq_number"] == sent["seq_number"]
-            assert msg["body"] == "héllo agent"
-            assert base64.b64decode(msg["body_base64"]) == "héllo agent".encode()
+            assert sent == {"seq_numbers": [msg["seq_number"]]}  # a list, as HTTP Send
+            assert msg["body_text"] == "héllo agent"
+            assert base64.b64decode(msg["body"]) == "héllo agent".encode()
             assert (msg["message_id"], msg["subject"], msg["properties"]) == (
                 "m-1",
                 "greeting",
@@ -123,7 +123,7 @@ def test_binary_bodies_travel_as_base64_and_scheduled_sends_can_be_cancelled(
             b64 = base64.b64encode(raw).decode()
             ok(await c.call_tool("send", {"queue": queue, "body_base64": b64}))
             (msg,) = ok(await c.call_tool("peek", {"queue": queue}))["messages"]
-            assert msg["body_base64"] == b64 and "body" not in msg
+            assert msg["body"] == b64 and "body_text" not in msg
             both = await c.call_tool("send", {"queue": queue, "body": "a", "body_base64": "YQ=="})
             assert tool_error(both)["code"] == "invalid_argument"
             later = now_ms() + 3_600_000
@@ -134,8 +134,8 @@ def test_binary_bodies_travel_as_base64_and_scheduled_sends_can_be_cancelled(
                 )
             )
             peeked = ok(await c.call_tool("peek", {"queue": queue, "state": "scheduled"}))
-            assert [m["seq_number"] for m in peeked["messages"]] == [scheduled["seq_number"]]
-            cancel = {"queue": queue, "seq_number": scheduled["seq_number"]}
+            assert [m["seq_number"] for m in peeked["messages"]] == scheduled["seq_numbers"]
+            cancel = {"queue": queue, "seq_number": scheduled["seq_numbers"][0]}
             assert ok(await c.call_tool("cancel", cancel)) == {"ok": True}
             assert tool_error(await c.call_tool("cancel", cancel))["code"] == "not_found"
 
@@ -162,12 +162,25 @@ def test_lock_lost_and_other_broker_errors_are_tool_errors(broker: Broker, tmp_p
             assert bad["code"] == "invalid_argument" and "max_messages" in bad["message"]
             extra = tool_error(await c.call_tool("stats", {"queue": queue, "nope": 1}))
             assert extra["code"] == "invalid_argument"
-            reject = {**wrong, "lock_token": msg["lock_token"], "dead_letter_reason": "bad"}
+            nulls = {"queue": queue, "from_seq": None, "state": None, "max": None}
+            assert len(ok(await c.call_tool("peek", nulls))["messages"]) == 1  # null = absent
+            negative = tool_error(
+                await c.call_tool("receive", {"queue": queue, "max_messages": -1})
+            )
+            assert negative["code"] == "invalid_argument", negative  # not clamped silently
+            assert "max_messages" in negative["message"] and "minimum of 1" in negative["message"]
+            wire_name = {**wrong, "lock_token": msg["lock_token"], "dead_letter_reason": "x"}
+            assert tool_error(await c.call_tool("reject", wire_name))["code"] == "invalid_argument"
+            reject = {**wrong, "lock_token": msg["lock_token"], "reason": "bad"}
+            reject["description"] = "it was bad"
             assert ok(await c.call_tool("reject", reject)) == {"ok": True}
             (dead,) = ok(await c.call_tool("peek", {"queue": queue, "state": "dead_lettered"}))[
                 "messages"
             ]
-            assert dead["dead_letter_reason"] == "bad"
+            assert (dead["dead_letter_reason"], dead["dead_letter_description"]) == (
+                "bad",
+                "it was bad",
+            )
 
     run(scenario)
 
@@ -201,7 +214,8 @@ def test_a_send_only_key_is_denied_what_it_may_not_do(broker: Broker, tmp_path: 
 
     async def scenario() -> None:
         async with stdio_session(mcp_env(broker, send_token), tmp_path / "err") as c:
-            assert ok(await c.call_tool("send", {"queue": queue, "body": "ok"}))["seq_number"] > 0
+            sent = ok(await c.call_tool("send", {"queue": queue, "body": "ok"}))
+            assert sent["seq_numbers"][0] > 0
             for tool, args in (
                 ("receive", {"queue": queue}),
                 ("list_queues", {}),
@@ -291,6 +305,8 @@ def test_observe_with_a_monitor_token_and_nothing_else(broker: Broker, tmp_path:
             (gauges,) = [q for q in seen["queues"] if q["queue"] == queue]
             assert gauges["active"] == 1, gauges
             assert seen["http"]["state"] == "available"
+            glance = ok(await c.call_tool("overview", {}))
+            assert queue in [row[0] for row in glance["queues"]]
             for tool, args in (("list_queues", {}), ("peek", {"queue": queue})):
                 error = tool_error(await c.call_tool(tool, args))
                 assert error["code"] == "permission_denied", (tool, error)

@@ -72,6 +72,7 @@ def test_the_hints_are_the_ones_agents_rely_on() -> None:
     destructive = {t.name for t in TOOLS if t.destructive}
     assert read_only == {
         "observe",
+        "overview",
         "list_queues",
         "list_subscriptions",
         "test_filter",
@@ -93,6 +94,7 @@ def test_the_tool_list_is_the_golden_one() -> None:
 def test_the_issue_s_tool_set() -> None:
     assert [t.name for t in TOOLS] == [
         "observe",
+        "overview",
         "list_queues",
         "create_queue",
         "delete_queue",
@@ -166,14 +168,18 @@ def test_renew_is_a_one_item_renew_batch_and_a_stale_lock_is_lock_lost() -> None
         BY_NAME["renew"].result(wire.RenewBatchResponse((wire.BatchResult(7, False),)))
 
 
-def test_bodies_come_back_as_text_when_utf8_and_always_as_base64() -> None:
+def test_bodies_come_back_as_base64_and_as_text_when_utf8() -> None:
+    """``body`` is the wire's (and the original tool's) base64; ``body_text`` is added
+    when the body is UTF-8 text (issue 28); an empty body is omitted, as on the wire."""
     text = wire.ReceivedMessage(seq_number=1, lock_token="t", body="hé".encode())
     binary = wire.ReceivedMessage(seq_number=2, body=b"\xff")
-    shown = convert.result_json(wire.ReceiveResponse((text, binary)))
+    empty = wire.ReceivedMessage(seq_number=3)
+    shown = convert.result_json(wire.ReceiveResponse((text, binary, empty)))
     assert shown == {
         "messages": [
-            {"seq_number": 1, "lock_token": "t", "body": "hé", "body_base64": "aMOp"},
-            {"seq_number": 2, "body_base64": base64.b64encode(b"\xff").decode()},
+            {"seq_number": 1, "lock_token": "t", "body": "aMOp", "body_text": "hé"},
+            {"seq_number": 2, "body": base64.b64encode(b"\xff").decode()},
+            {"seq_number": 3},
         ]
     }
     assert msgspec.json.decode(json.dumps(shown))  # plain JSON all the way down

@@ -95,6 +95,27 @@ CASES: list[tuple[str, wire.Route[Any, Any], bytes, str]] = [
     ("messages-null", wire.SEND, doc(messages=None), "messages: want array, got null"),
     ("queue-null", wire.SEND, doc(queue=None), "queue: want string, got null"),
     ("queue-number", wire.SEND, doc(queue=1), "queue: want string, got number"),
+    # null = absent in an optional field (test_wire_null.py); a required one is refused:
+    ("name-null", wire.CREATE_QUEUE, b'{"name":null}', "name: want string, got null"),
+    (
+        "permissions-null",
+        wire.CREATE_KEY,
+        b'{"id":"a","name":"n","permissions":null}',
+        "permissions: want array, got null",
+    ),
+    ("message-null", wire.SEND, msgs(None), "messages[0]: want object, got null"),
+    (
+        "batch-item-token-null",
+        wire.COMPLETE_BATCH,
+        b'{"queue":"q","messages":[{"seq_number":1,"lock_token":null}]}',
+        "messages[0].lock_token: want string, got null",
+    ),
+    (
+        "null-beside-a-fault",
+        wire.RECEIVE,
+        b'{"queue":"q","max_messages":null,"wait_time_ms":"5"}',
+        "wait_time_ms: want integer, got string",
+    ),
     ("float", wire.SEND, doc(ttl_ms=1.5), "ttl_ms: want integer, got number"),
     ("float-integral", wire.SEND, doc(ttl_ms=1.0), "ttl_ms: want integer, got number"),
     (

@@ -8,6 +8,13 @@ renamed into place, and described by a ``sha256sum``-format sidecar. Restore ver
 checksum, integrity and schema token and copies into an EMPTY directory (an old WAL or SHM
 beside the copy would otherwise attach to it), through a temp file and an atomic rename.
 
+A snapshot is written to a temp file in the destination's directory, named
+``.mqlite-backup-<name>.<random>.tmp`` and held under an exclusive ``flock`` while it is
+written. A backup killed mid-copy (SIGKILL, OOM, power) cannot unlink it, so every backup
+first sweeps its directory: a temp file (and its SQLite ``-journal``) that no live backup
+holds locked is removed. So an interrupted backup costs disk only until the next one runs
+(the appliance's timer runs one daily into the same directory).
+
 Nothing here ever writes to the source, and a destination that IS the source or one of its
 sidecars (by path or by inode) is refused: overwriting the live file or its WAL destroys
 acknowledged messages.
@@ -16,6 +23,7 @@ acknowledged messages.
 from __future__ import annotations
 
 import contextlib
+import fcntl
 import hashlib
 import os
 import secrets
@@ -44,6 +52,9 @@ SELECT (SELECT count(*) FROM queues WHERE kind = 'queue'),
 """
 PAGE_BYTES_SQL = "SELECT page_count * page_size FROM pragma_page_count(), pragma_page_size()"
 VACUUM_INTO_SQL = "VACUUM INTO ?"
+TEMP_PREFIX = ".mqlite-backup-"
+TEMP_SUFFIX = ".tmp"
+JOURNAL = "-journal"  # what SQLite may leave beside a VACUUM INTO target it was writing
 
 Progress = Callable[[int, int], None]  # (bytes copied so far, bytes expected)
 
@@ -152,7 +163,9 @@ def snapshot(
     directory = os.path.dirname(dest)
     if not os.path.isdir(directory):
         raise BackupError(f"directory {directory} does not exist")
-    tmp = os.path.join(directory, f".{os.path.basename(dest)}.tmp-{secrets.token_hex(6)}")
+    sweep_abandoned(directory)
+    held = claim_temp(directory, dest)
+    tmp = held.path
     try:
         _vacuum_into(source, tmp, progress)
         facts = verify(tmp)
@@ -160,12 +173,77 @@ def snapshot(
         os.replace(tmp, dest)
         _fsync(directory, directory=True)
     finally:
-        if os.path.exists(tmp):
-            os.unlink(tmp)
+        for leftover in (tmp, tmp + JOURNAL):
+            with contextlib.suppress(FileNotFoundError):
+                os.unlink(leftover)
+        held.release()
     digest = sha256_file(dest)
     _write_atomic(dest + ".sha256", f"{digest}  {os.path.basename(dest)}\n".encode())
     _fsync(directory, directory=True)
     return Snapshot(dest, os.path.getsize(dest), digest, facts)
+
+
+@dataclass(slots=True)
+class HeldTemp:
+    """A backup's temp file, locked (``flock``) by this process until ``release``."""
+
+    path: str
+    fd: int
+
+    def release(self) -> None:
+        if self.fd >= 0:
+            os.close(self.fd)  # drops the flock
+            self.fd = -1
+
+
+def claim_temp(directory: str, dest: str) -> HeldTemp:
+    """A new, empty temp file for ``dest`` in ``directory`` (VACUUM INTO accepts an empty
+    target), locked before it gets the name a sweep looks for: it is created under a
+    name no sweep touches, locked, then renamed (the lock stays with the open file)."""
+    token = secrets.token_hex(6)
+    claim = os.path.join(directory, f".mqlite-claim-{token}")
+    path = os.path.join(directory, f"{TEMP_PREFIX}{os.path.basename(dest)}.{token}{TEMP_SUFFIX}")
+    fd = os.open(claim, os.O_RDWR | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW, 0o600)
+    try:
+        fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        os.rename(claim, path)
+    except OSError:
+        os.close(fd)
+        with contextlib.suppress(OSError):
+            os.unlink(claim)
+        raise
+    return HeldTemp(path, fd)
+
+
+def sweep_abandoned(directory: str) -> list[str]:
+    """Remove the temp files of interrupted backups in ``directory``: those no live
+    backup holds locked (with their ``-journal``); the paths removed."""
+    removed: list[str] = []
+    try:
+        names = os.listdir(directory)
+    except OSError:
+        return removed
+    for name in sorted(names):
+        if not (name.startswith(TEMP_PREFIX) and name.endswith(TEMP_SUFFIX)):
+            continue
+        path = os.path.join(directory, name)
+        try:
+            fd = os.open(path, os.O_RDONLY | os.O_NOFOLLOW)
+        except OSError:
+            continue
+        try:
+            fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except OSError:
+            os.close(fd)
+            continue  # a live backup is writing it
+        try:
+            for leftover in (path, path + JOURNAL):
+                with contextlib.suppress(FileNotFoundError):
+                    os.unlink(leftover)
+            removed.append(path)
+        finally:
+            os.close(fd)
+    return removed
 
 
 def _vacuum_into(source: str, tmp: str, progress: Progress | None) -> None:

@@ -121,14 +121,19 @@ WHERE expires_at > 0 AND expires_at <= :now
 RETURNING queue
 """
 
-# Dedup janitor horizon: the widest window of any queue (lookups already ignore rows
-# outside their own queue's window, so one global horizon is safe). Reads the small
-# queues table only.
-MAX_DEDUP_WINDOW_SQL = "SELECT COALESCE(MAX(dedup_window_ms), 0) FROM queues"
+# Each queue's dedup rows are pruned by ITS OWN window (rows at or past it are never
+# looked at again: lookups ask for seen_at > now - window). Driven from the small queues
+# table, one range seek on idx_dedup_queue_seen (queue, seen_at < horizon) per queue: a
+# pass costs what it deletes plus a seek per queue, whatever another queue's window is.
+PRUNE_DEDUP_SQL = """
+DELETE FROM dedup WHERE rowid IN (
+    SELECT d.rowid FROM queues AS q CROSS JOIN dedup AS d
+     WHERE d.queue = q.name AND d.seen_at <= :now - q.dedup_window_ms
+)
+"""
 
-# Range deletes on the seen_at / expires_at indexes (idx_dedup_seen, idx_settlement_expire,
-# idx_recv_attempt_expire): a janitor pass costs what it deletes, not the table size.
-PRUNE_DEDUP_SQL = "DELETE FROM dedup WHERE seen_at < :horizon"
+# Range deletes on the expires_at indexes (idx_settlement_expire, idx_recv_attempt_expire):
+# a janitor pass costs what it deletes, not the table size.
 PRUNE_RECEIPTS_SQL = "DELETE FROM settlement_receipts WHERE expires_at < :now"
 PRUNE_ATTEMPTS_SQL = "DELETE FROM receive_attempts WHERE expires_at < :now"
 
@@ -283,11 +288,8 @@ def expire_ttl(conn: sqlite3.Connection, now_ms: int) -> int:
 
 
 def prune_dedup(conn: sqlite3.Connection, now_ms: int) -> int:
-    """Delete dedup rows older than the widest dedup window of any queue."""
-    widest: int = conn.execute(MAX_DEDUP_WINDOW_SQL).fetchone()[0]
-    if widest <= 0:
-        return 0
-    return conn.execute(PRUNE_DEDUP_SQL, {"horizon": now_ms - widest}).rowcount
+    """Delete every queue's dedup rows that its own window no longer covers."""
+    return conn.execute(PRUNE_DEDUP_SQL, {"now": now_ms}).rowcount
 
 
 def prune_receipts(conn: sqlite3.Connection, now_ms: int) -> int:

@@ -102,6 +102,16 @@ def _int_field(config: QueueConfig, field: str, *, allow_negative: bool = False)
     return value
 
 
+def _dedup_window(config: QueueConfig) -> int:
+    window = _int_field(config, "dedup_window_ms")
+    if window > defaults.MAX_DEDUP_WINDOW_MS:
+        raise errors.InvalidArgument(
+            f"dedup_window_ms {window} is above the maximum {defaults.MAX_DEDUP_WINDOW_MS} "
+            "(7 days): a queue's dedup rows are kept for its whole window"
+        )
+    return window
+
+
 def normalize_config(config: QueueConfig) -> QueueConfig:
     """Validate a config and resolve its zero values to the defaults (CreateQueue table)."""
     if not isinstance(config, QueueConfig):
@@ -129,7 +139,7 @@ def normalize_config(config: QueueConfig) -> QueueConfig:
         max_delivery_count=max_dc or defaults.MAX_DELIVERY_COUNT,
         default_ttl_ms=_int_field(config, "default_ttl_ms"),
         dead_letter_on_expire=config.dead_letter_on_expire,
-        dedup_window_ms=_int_field(config, "dedup_window_ms"),
+        dedup_window_ms=_dedup_window(config),
         ordering_mode=str(OrderingMode(mode)),
         # Any negative bound means "unbounded"; store the canonical -1.
         dlq_max_age_ms=max(dlq["dlq_max_age_ms"], -1),

@@ -25,6 +25,7 @@ import logging
 import uuid
 from typing import TYPE_CHECKING, Any
 
+from kombu.exceptions import ContentDisallowed, DecodeError
 from kombu.transport import virtual
 from kombu.transport.base import to_rabbitmq_queue_arguments
 from kombu.transport.virtual import exchange as vexchange
@@ -53,9 +54,33 @@ UNROUTABLE = (
 
 
 class KombuMessage(virtual.Message):
-    """A delivered message; ``dead_letter`` = (reason, description) for a reject."""
+    """A delivered message; ``dead_letter`` = (reason, description) for a reject.
+
+    A body that does not decode as its content type says (or whose content type the
+    consumer does not accept) is noted here when the consumer decodes it, and the ack
+    Celery then sends to drop it ("cannot decode message body") dead-letters it with the
+    reason instead: nothing is decoded twice, and nothing undecodable is lost."""
 
     dead_letter: tuple[str, str] | None = None
+    undecodable: bool = False
+
+    def _decode(self) -> Any:
+        try:
+            return super()._decode()
+        except DecodeError as exc:
+            what = f"the body is not {self.content_type or 'its content type'}: {exc}"
+            self.dead_letter = (mapping.MALFORMED_BODY, what[: mapping.MAX_DESCRIPTION])
+            self.undecodable = True
+            raise
+        except ContentDisallowed as exc:
+            self.dead_letter = ("ContentDisallowed", str(exc)[: mapping.MAX_DESCRIPTION])
+            raise
+
+    def ack(self, multiple: bool = False) -> None:
+        if self.undecodable and self.channel.holds(self.delivery_tag):  # not a no_ack one
+            self.reject(requeue=False)
+            return
+        super().ack(multiple)
 
 
 class DirectExchange(vexchange.DirectExchange):
@@ -225,7 +250,23 @@ class Channel(virtual.Channel):
         if callback is None:  # the consumer went away meanwhile
             self._settle_tag(tag, "abandon")
             return
-        callback(mapping.incoming(m, tag))
+        payload = self._mapped(m, tag)
+        if payload is not None:
+            callback(payload)
+
+    def _mapped(self, m: MqMessage, tag: str) -> dict[str, Any] | None:
+        """The kombu payload of one delivery, or None when it cannot be mapped: then the
+        message is dead-lettered at once (a no_ack delivery is already gone) and only it;
+        the consumer and the messages claimed beside it go on."""
+        try:
+            return mapping.incoming(m, tag)
+        except mapping.Malformed as exc:
+            log.warning(
+                "queue %s: message %s (seq %d) dead-lettered, %s: %s",
+                m.queue, m.message_id, m.seq_number, exc.reason, exc,
+            )  # fmt: skip
+            self._settle_tag(tag, "reject", exc.reason, str(exc)[: mapping.MAX_DESCRIPTION])
+            return None
 
     def basic_get(self, queue: str, no_ack: bool = False, **kwargs: Any) -> Any:
         self._ensure(queue)
@@ -234,9 +275,13 @@ class Channel(virtual.Channel):
         if not got:
             return None
         tag = uuid.uuid4().hex
-        message = self.Message(mapping.incoming(got[0], tag), channel=self)
         if not no_ack:
             self._leases[tag] = (self.connection.lease_of(got[0], renew=True), False)
+        payload = self._mapped(got[0], tag)
+        if payload is None:
+            return None
+        message = self.Message(payload, channel=self)
+        if not no_ack:
             self.qos.append(message, tag)
         return message
 
@@ -286,6 +331,10 @@ class Channel(virtual.Channel):
         task = headers.get("task")
         what = f"task {task}[{headers.get('id')}]" if task else "the message"
         return "rejected", f"{what} was rejected by its consumer without requeue"
+
+    def holds(self, tag: str) -> bool:
+        """Whether ``tag`` is a delivery this channel still has to settle."""
+        return tag in self._leases
 
     def _settle_tag(self, tag: str, verb: str, *reason: str) -> None:
         entry = self._leases.pop(tag, None)

@@ -21,6 +21,8 @@ delivery tag changes, so the dedup window recognises the repeat as the same body
 
 from __future__ import annotations
 
+import base64
+import binascii
 import json
 import re
 import uuid
@@ -55,6 +57,10 @@ _NATIVE = frozenset(
 # How close to now an ETA may be and still be sent at once: the broker refuses a schedule
 # whose time has passed by its own clock.
 ETA_SLACK_MS = 50
+# Dead-letter reasons of a delivery the transport refuses to hand to its consumer.
+MALFORMED = "MalformedKombuMessage"  # kombu.* properties or body encoding unreadable
+MALFORMED_BODY = "MalformedTaskBody"  # the body does not decode as its content type says
+MAX_DESCRIPTION = 1024  # of a dead-letter description (as mqlite.kombu.dead_letter cuts)
 PRIORITY_REFUSED = (
     "mqlite has no message priorities ({what}): route urgent tasks to a queue of their own "
     "and give it its own workers (task_routes / apply_async(queue=...))"
@@ -152,11 +158,57 @@ def outgoing(payload: Mapping[str, Any], routing_key: str, now_ms: int) -> Outgo
     return Outgoing(msg, ttl if ttl and ttl > 0 else None, at, props.get("delivery_mode") == 1)
 
 
+class Malformed(Exception):
+    """A delivery the transport cannot map: dead-lettered at once with ``reason`` and the
+    exception's text, never raised into ``drain_events`` (where Celery would exit, and
+    the message, back after its lock, would take down the next worker)."""
+
+    def __init__(self, reason: str, description: str) -> None:
+        super().__init__(description)
+        self.reason = reason
+
+
+_JSON_KINDS = {list: "an array", str: "a string", int: "a number", float: "a number",
+               bool: "a boolean", type(None): "null"}  # fmt: skip
+
+
+def _json_object(props: Mapping[str, str], key: str) -> dict[str, Any]:
+    raw = props.get(key)
+    if raw is None:
+        return {}
+    try:
+        value = json.loads(raw)
+    except ValueError as exc:
+        raise Malformed(MALFORMED, f"property {key} is not JSON: {exc}") from exc
+    if not isinstance(value, dict):
+        what = _JSON_KINDS.get(type(value), type(value).__name__)
+        raise Malformed(MALFORMED, f"property {key} must be a JSON object, not {what}")
+    return value
+
+
+def _decoded_body(body: bytes, encoding: object) -> bytes:
+    """The body with kombu's ``body_encoding`` undone here, strictly, so that kombu's own
+    (lenient) decoding never runs on a foreign message; mqlite's producer never sets one."""
+    if encoding in (None, ""):
+        return body
+    if encoding != "base64":
+        raise Malformed(MALFORMED, f"unknown body_encoding {encoding!r} (only base64)")
+    try:
+        return base64.b64decode(body, validate=True)
+    except (binascii.Error, ValueError) as exc:
+        raise Malformed(MALFORMED, f"the body is not valid base64: {exc}") from exc
+
+
 def incoming(m: Message, delivery_tag: str) -> dict[str, Any]:
     """The kombu payload of a received message: exactly what the producer prepared, with
-    this delivery's tag and ``redelivered`` set from the delivery count."""
+    this delivery's tag and ``redelivered`` set from the delivery count.
+
+    Raises ``Malformed`` for a message this mapping cannot restore (see the class)."""
     props = m.properties
-    restored: dict[str, Any] = json.loads(props.get(PROPERTIES, "{}"))
+    restored = _json_object(props, PROPERTIES)
+    headers = _json_object(props, HEADERS)
+    body = _decoded_body(m.body, restored.pop("body_encoding", None))
+    encoding = props.get(ENCODING)
     if m.correlation_id:
         restored["correlation_id"] = m.correlation_id
     if m.reply_to:
@@ -171,10 +223,10 @@ def incoming(m: Message, delivery_tag: str) -> dict[str, Any]:
         "redelivered": m.delivery_count > 1,
     }
     return {
-        "body": m.body,
+        "body": body,
         "content-type": m.content_type or None,
-        "content-encoding": props.get(ENCODING),
-        "headers": json.loads(props.get(HEADERS, "{}")),
+        "content-encoding": encoding,
+        "headers": headers,
         "properties": restored,
         "redelivered": m.delivery_count > 1,
     }

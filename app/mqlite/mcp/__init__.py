@@ -9,6 +9,7 @@ negotiation, schemas and errors follow the protocol.
   forwards to; every route has a tool or a written reason why not (a test pins it);
 - ``schema``: input schemas derived from the routes' request Structs (their ``Doc``s);
 - ``convert``: tool arguments to wire requests, wire responses to structured results;
+- ``overview``: the ``overview`` tool's few-KB summary of one Observe;
 - ``forward``: one tool call = one round trip, broker errors as tool errors;
 - ``server``: the MCP server over stdio; ``listener``: the same over streamable HTTP;
 - ``settings`` / ``main``: configuration (``MQLITE_ENDPOINT``, ``MQLITE_TOKEN[_FILE]``),

@@ -4,8 +4,11 @@
   ``wire_schema``: a bytes field given as text (``"body": "hello"``) is UTF-8 encoded to
   base64, one given as ``body_base64`` is passed as is; ``nest`` undoes ``flatten``.
 - ``result_json``: a decoded response Struct as the tool's structured result: every
-  bytes field ``X`` comes back as ``X_base64``, and also as ``X`` text when it is valid
-  UTF-8 (the mirror of the input, so a peeked message can be sent again as it reads).
+  bytes field ``X`` comes back base64-encoded as ``X``, as the wire and the original's
+  tools answer it, and also as ``X_text`` when it is valid UTF-8, so an agent reads the
+  text without decoding (and can send it again as ``body``).
+- ``renamed`` / ``without_nulls``: an argument offered under the original tool's name
+  back to its field; ``null`` in an optional argument dropped (absent, as on the wire).
 
 Everything else is the wire's JSON unchanged: the broker's documented field names and
 values (the api reference), fields at their zero value omitted as the broker omits them.
@@ -23,6 +26,8 @@ import msgspec
 from mqlite import errors
 
 from .schema import BASE64_SUFFIX, is_bytes
+
+TEXT_SUFFIX = "_text"
 
 
 def to_wire(schema: Mapping[str, Any], value: Any) -> Any:
@@ -61,6 +66,35 @@ def _text_to_base64(name: str, value: Any) -> Any:
     return base64.b64encode(raw).decode("ascii")
 
 
+def renamed(arguments: Mapping[str, Any], names: Mapping[str, str]) -> dict[str, Any]:
+    """Undo ``schema.renamed``: each argument ``arg`` of ``names`` back to its field."""
+    out: dict[str, Any] = {}
+    for key, value in arguments.items():
+        wire_name = names.get(key, key)
+        if wire_name in out or (wire_name != key and wire_name in arguments):
+            raise errors.InvalidArgument(f"give {key} or {wire_name}, not both")
+        out[wire_name] = value
+    return out
+
+
+def without_nulls(schema: Mapping[str, Any], value: Any) -> Any:
+    """``null`` in an optional argument means "absent", as on the wire (issue 28):
+    dropped before the schema check, at any depth the schema describes. A ``null``
+    where a value is required stays, and the check names it."""
+    props = schema.get("properties")
+    if isinstance(value, dict) and isinstance(props, dict):
+        required = set(schema.get("required", ()))
+        return {
+            k: without_nulls(props.get(k, {}), v)
+            for k, v in value.items()
+            if v is not None or k in required or k not in props  # unknown: refused
+        }
+    items = schema.get("items")
+    if isinstance(value, list) and isinstance(items, dict):
+        return [without_nulls(items, v) for v in value]
+    return value
+
+
 def nest(arguments: Mapping[str, Any], field: str, item: Mapping[str, Any]) -> dict[str, Any]:
     """Undo ``schema.flatten``: the arguments of the array item (by its wire schema
     ``item``, a bytes field in either spelling) become ``field: [item]``."""
@@ -76,17 +110,19 @@ def nest(arguments: Mapping[str, Any], field: str, item: Mapping[str, Any]) -> d
 
 
 def result_json(value: Any) -> Any:
-    """A response Struct (or a value inside one) as plain JSON, bytes as text + base64."""
+    """A response Struct (or a value inside one) as plain JSON, bytes as base64 + text."""
     if isinstance(value, msgspec.Struct):
         shown = msgspec.to_builtins(value)
         out: dict[str, Any] = {}
         for f in msgspec.structs.fields(value):
             v = getattr(value, f.name)
+            if f.encode_name not in shown:
+                continue  # omitted on the wire (an empty body included): omitted here
             if isinstance(v, bytes):
+                out[f.encode_name] = shown[f.encode_name]  # the wire's base64
                 with contextlib.suppress(UnicodeDecodeError):  # binary: base64 only
-                    out[f.encode_name] = v.decode("utf-8")
-                out[f.encode_name + BASE64_SUFFIX] = base64.b64encode(v).decode("ascii")
-            elif f.encode_name in shown:
+                    out[f.encode_name + TEXT_SUFFIX] = v.decode("utf-8")
+            else:
                 out[f.encode_name] = result_json(v)
         return out
     if isinstance(value, list | tuple):

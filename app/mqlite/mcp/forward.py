@@ -1,7 +1,8 @@
 """One tool call = one round trip to the broker, through the SDK's HTTP client.
 
-``Forwarder.call`` validates the arguments against the tool's input schema (so an agent
-reads a mistake in the names it used), builds the wire request with the broker's own
+``Forwarder.call`` drops ``null`` optional arguments (absent, as on the wire), validates
+the arguments against the tool's input schema (so an agent reads a mistake in the names
+it used, and a value out of the tool's bounds), builds the wire request with the broker's own
 strict decoder, sends it with ``HttpClient.exchange`` (the route's retry class applies)
 and shapes the answer. Every failure, the broker's or the arguments', comes back as an
 ``Outcome`` carrying an ``MQLiteError``: the MCP layer turns it into a tool error with
@@ -20,6 +21,7 @@ from typing import TYPE_CHECKING, Any
 
 from mqlite import errors
 
+from . import convert
 from .tool import Tool
 
 if TYPE_CHECKING:
@@ -68,6 +70,7 @@ class Forwarder:
         started = time.monotonic()
         route_name = tool.route.name
         try:
+            arguments = convert.without_nulls(tool.input_schema, arguments)
             self.check(tool, arguments)
             route, request = tool.request(arguments)
             route_name = route.name

@@ -9,6 +9,13 @@ content nor the length of the token leaks through timing). Anything else is a 40
 The SDK's streamable-HTTP transport runs stateless with JSON responses: every tool call
 is independent, so no session state is kept between requests. On a loopback address the
 SDK also turns on its DNS-rebinding protection (Host and Origin checks).
+
+Underneath, the listener speaks HTTP through the broker's own guarded protocol
+(``mqlite.httpguard``), with the same bounds as ``mqlite serve``: a request head of at
+most 16 KiB complete within 5 s (which closes idle keep-alive connections too), the body
+within 60 s, and a connection cap (``MQLITE_MAX_CONNECTIONS``, at most the descriptor
+limit less a reserve) that evicts connections which sent nothing before it refuses one.
+A hostile client is stopped before the bearer check ever runs.
 """
 
 from __future__ import annotations
@@ -22,7 +29,8 @@ import uvicorn
 from mcp.server.lowlevel import Server
 from starlette.types import ASGIApp, Receive, Scope, Send
 
-from mqlite import errors
+from mqlite import defaults, errors
+from mqlite.httpguard import GuardedHttpProtocol, connection_cap
 from mqlite.wire import error_body
 
 log = logging.getLogger("mqlite.mcp")
@@ -86,16 +94,27 @@ def app(server: Server[Any], token: str, host: str) -> ASGIApp:
     return BearerGate(inner, token)
 
 
-def serve_http(server: Server[Any], token: str, host: str, port: int) -> bool:
+def serve_http(
+    server: Server[Any],
+    token: str,
+    host: str,
+    port: int,
+    max_connections: int = defaults.MAX_CONNECTIONS,
+) -> bool:
     """Serve until SIGINT/SIGTERM; False if it never started (the address is taken).
     Logs go to stderr through our handlers (no access log: the forwarder logs one line
     per tool call, the gate one per refusal)."""
+    GuardedHttpProtocol.configure(connection_cap(max_connections))
     config = uvicorn.Config(
         app(server, token, host),
         host=host,
         port=port,
+        http=GuardedHttpProtocol,
+        # After a response, the head deadline of the next request: the idle timeout.
+        timeout_keep_alive=int(defaults.HEAD_TIMEOUT_S),
         log_config=None,
         access_log=False,
+        server_header=False,
         lifespan="on",
     )
     listener = uvicorn.Server(config)

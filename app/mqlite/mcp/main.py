@@ -123,7 +123,7 @@ def main(argv: Sequence[str] | None = None) -> int:
                 "serving MCP over streamable HTTP",
                 extra={"url": f"http://{host}:{port}/mcp", "endpoint": settings.origin},
             )
-            if not serve_http(server, settings.token, host, port):
+            if not serve_http(server, settings.token, host, port, settings.max_connections):
                 return _fail(f"cannot listen on {host}:{port} (--http): see the error above", 1)
     except KeyboardInterrupt:
         pass

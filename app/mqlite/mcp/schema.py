@@ -11,8 +11,10 @@ default and ``Doc``. Two views are built from it:
   text, plus ``X_base64`` for binary data, so an agent sends ``"body": "hello"``.
 
 ``flatten`` (one item of an array field offered as top-level arguments: ``send`` takes
-one message), ``keep`` (a subset of the fields) and ``with_property`` (a tool-only
-argument such as purge's ``all``) reshape a schema per tool; ``tools`` says which.
+one message), ``keep`` (a subset of the fields), ``renamed`` (an argument under the name
+the original's tool used: reject's ``reason``), ``narrowed`` (a tool's tighter bounds or
+words on an argument) and ``with_property`` (a tool-only argument such as purge's
+``all``) reshape a schema per tool; ``tools`` says which.
 """
 
 from __future__ import annotations
@@ -153,3 +155,27 @@ def with_property(schema: Mapping[str, Any], name: str, prop: Mapping[str, Any])
     if name in schema["properties"]:
         raise KeyError(f"{name} is already a request field")
     return {**schema, "properties": {**schema["properties"], name: dict(prop)}}
+
+
+def renamed(schema: Mapping[str, Any], names: Mapping[str, str]) -> Schema:
+    """Offer request field ``names[arg]`` as argument ``arg`` (same place, same schema)."""
+    back = {wire: arg for arg, wire in names.items()}
+    missing = [w for w in back if w not in schema["properties"]]
+    if missing:
+        raise KeyError(f"no such request fields: {missing}")
+    props = {back.get(k, k): v for k, v in schema["properties"].items()}
+    if len(props) != len(schema["properties"]):
+        raise KeyError(f"a new name clashes with a request field: {sorted(names)}")
+    required = [back.get(r, r) for r in schema.get("required", [])]
+    return {**schema, "properties": props, "required": required}
+
+
+def narrowed(schema: Mapping[str, Any], changes: Mapping[str, Mapping[str, Any]]) -> Schema:
+    """JSON Schema keywords laid over offered arguments (``minimum``, ``default``, a
+    ``description`` in the tool's terms): the tool refuses what it would not mean."""
+    props = dict(schema["properties"])
+    for name, keywords in changes.items():
+        if name not in props:
+            raise KeyError(f"{name} is not an argument")
+        props[name] = {**props[name], **keywords}
+    return {**schema, "properties": props}

@@ -24,6 +24,7 @@ from mqlite import errors
 from mqlite.version import VERSION
 
 from .forward import Forwarder
+from .lanes import Lanes
 from .tool import Tool
 from .tools import TOOLS
 
@@ -31,8 +32,9 @@ NAME = "mqlite-mcp"
 
 INSTRUCTIONS = (
     "Tools of an mqlite message broker (queues, topics with filtered subscriptions, "
-    "peek-lock, dead letters). observe shows the broker's health and every queue's "
-    "backlog; consume with receive, then settle each message by its "
+    "peek-lock, dead letters). overview shows the broker's health and every queue's "
+    "backlog in a few KB (observe is the complete, much larger snapshot); consume with "
+    "receive, then settle each message by its "
     "seq_number and lock_token (complete, abandon, reject, defer; renew to keep it): "
     "delivery is at-least-once. Errors carry the broker's code (e.g. lock_lost, "
     "permission_denied, queue_not_found) and message."
@@ -76,6 +78,7 @@ def build(forwarder: Forwarder, tools: Sequence[Tool] = TOOLS) -> Server[Any]:
     """A low-level MCP server forwarding ``tools`` through ``forwarder``."""
     by_name = {t.name: t for t in tools}
     listed = [listing(t) for t in tools]
+    lanes = Lanes()  # parked long polls and short calls on separate thread bounds
 
     async def list_tools(
         ctx: ServerRequestContext[Any], params: types.PaginatedRequestParams | None
@@ -89,7 +92,8 @@ def build(forwarder: Forwarder, tools: Sequence[Tool] = TOOLS) -> Server[Any]:
         if tool is None:
             raise MCPError(types.INVALID_PARAMS, f"unknown tool: {params.name}")
         arguments = dict(params.arguments or {})
-        outcome = await anyio.to_thread.run_sync(forwarder.call, tool, arguments)
+        limiter = lanes.limiter(tool.name, arguments)
+        outcome = await anyio.to_thread.run_sync(forwarder.call, tool, arguments, limiter=limiter)
         if outcome.error is not None:
             return error_result(outcome.error)
         return ok_result(outcome.result)

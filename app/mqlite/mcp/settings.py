@@ -6,7 +6,8 @@
   credential ``mqlite-token``): the credential every call forwards; the broker's
   authorization decides what each tool may do. Exactly one token; never printed.
 - ``--http HOST:PORT``: serve streamable HTTP instead of stdio; needs a token, which the
-  listener then requires as its bearer.
+  listener then requires as its bearer. ``MQLITE_MAX_CONNECTIONS`` caps its open
+  connections as it caps the broker's (default 4096).
 """
 
 from __future__ import annotations
@@ -16,6 +17,7 @@ from dataclasses import dataclass
 
 from mqlite import defaults, errors
 from mqlite.config import ConfigError, parse_addr, read_secret
+from mqlite.config import _int as int_setting  # the broker's own parser of the same variable
 from mqlite.sdk.endpoint import parse_endpoint, resolve_token
 
 DEFAULT_ENDPOINT = f"http://127.0.0.1:{defaults.PORT}"
@@ -27,6 +29,7 @@ class Settings:
     origin: str  # canonical, credential-free: what logs and messages show
     token: str | None = None
     http: tuple[str, int] | None = None
+    max_connections: int = defaults.MAX_CONNECTIONS
 
     def __repr__(self) -> str:  # never print the token
         return f"Settings({self.origin!r}, token={'set' if self.token else 'none'})"
@@ -54,4 +57,5 @@ class Settings:
                     "--http needs MQLITE_TOKEN (or MQLITE_TOKEN_FILE): the listener requires "
                     "the broker token as its bearer"
                 )
-        return cls(endpoint, ep.origin, token, addr)
+        cap = int_setting(environ, "MQLITE_MAX_CONNECTIONS", defaults.MAX_CONNECTIONS, minimum=1)
+        return cls(endpoint, ep.origin, token, addr, cap)

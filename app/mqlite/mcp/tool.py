@@ -8,8 +8,10 @@ decoder (so a bad argument gets the broker's own words, before anything is sent)
 
 A tool may reshape the wire request, declaratively: ``fields`` offers a subset of the
 request's fields, ``one`` offers one item of an array field as top-level arguments,
-``extra`` adds tool-only arguments that ``prepare`` consumes (choosing the route too),
-and ``finish`` turns the decoded response into the result (default: the wire's JSON).
+``rename`` offers a field under another name (the original tool's), ``narrow`` lays
+tighter bounds or words over an argument, ``extra`` adds tool-only arguments that
+``prepare`` consumes (choosing the route too), and ``finish`` turns the decoded response
+into the result (default: the wire's JSON).
 """
 
 from __future__ import annotations
@@ -52,6 +54,8 @@ class Tool:
     fields: tuple[str, ...] = ()
     one: str = ""
     extra: Mapping[str, sch.Schema] = field(default_factory=dict)
+    rename: Mapping[str, str] = field(default_factory=dict)  # argument -> request field
+    narrow: Mapping[str, sch.Schema] = field(default_factory=dict)
     prepare: Prepare | None = None
     finish: Finish | None = None
     also: tuple[wire.Route[Any, Any], ...] = ()
@@ -78,6 +82,10 @@ class Tool:
             offered = sch.keep(offered, self.fields)
         if self.one:
             offered = sch.flatten(offered, self.one)
+        if self.rename:
+            offered = sch.renamed(offered, self.rename)
+        if self.narrow:
+            offered = sch.narrowed(offered, self.narrow)
         for name, prop in self.extra.items():
             offered = sch.with_property(offered, name, prop)
         return offered
@@ -116,6 +124,8 @@ class Tool:
         """The route and decoded request Struct for validated ``arguments``; a wrong value
         is ``InvalidArgument`` in the broker's words (the same strict decoder)."""
         route = self.route
+        if self.rename:
+            arguments = convert.renamed(arguments, self.rename)
         if self.prepare is not None:
             route, arguments = self.prepare(dict(arguments))
         if self.one:

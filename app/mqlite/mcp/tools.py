@@ -17,8 +17,9 @@ from collections.abc import Mapping
 from types import MappingProxyType
 from typing import Any
 
-from mqlite import errors, wire
+from mqlite import defaults, errors, wire
 
+from .overview import overview
 from .tool import Arguments, Effect, Tool
 
 R, W, D = Effect.READ, Effect.WRITE, Effect.DESTRUCTIVE
@@ -32,10 +33,6 @@ def _send_route(args: Arguments) -> tuple[wire.Route[Any, Any], Arguments]:
     """A future ``scheduled_enqueue_time_ms`` is the Schedule route (same request)."""
     at = args.get("scheduled_enqueue_time_ms", 0)
     return (wire.SCHEDULE if isinstance(at, int) and at > 0 else wire.SEND), args
-
-
-def _sent(response: wire.SendResponse) -> dict[str, int]:
-    return {"seq_number": response.seq_numbers[0]}
 
 
 def _receive_attempt(args: Arguments) -> tuple[wire.Route[Any, Any], Arguments]:
@@ -56,10 +53,28 @@ def _renewed(response: wire.RenewBatchResponse) -> dict[str, int]:
 
 
 PURGE_ALL = {
-    "description": "true = delete EVERY dead letter of the queue (required when neither "
-    "max nor older_than_ms bounds the purge)",
+    "description": "true = purge EVERY dead letter of the queue: the one way to empty the "
+    "whole dead-letter queue (the original's purge did that when max was absent)",
     "type": "boolean",
     "default": False,
+}
+PURGE_BOUNDS = {
+    "max": {"description": "at most this many, oldest first (> 0)", "minimum": 0},
+    "older_than_ms": {"description": "only those older than this many ms (> 0)", "minimum": 0},
+}
+RECEIVE_BOUNDS = {
+    "max_messages": {
+        "description": f"how many messages at most, 1 to {defaults.MAX_RECEIVE_MESSAGES}",
+        "minimum": 1,
+        "maximum": defaults.MAX_RECEIVE_MESSAGES,
+        "default": 1,
+    },
+    "wait_time_ms": {
+        "description": f"long-poll up to this many ms for the first message, 0 to "
+        f"{defaults.MAX_WAIT_MS}",
+        "minimum": 0,
+        "maximum": defaults.MAX_WAIT_MS,
+    },
 }
 
 
@@ -69,12 +84,12 @@ def _purge_bounded(args: Arguments) -> tuple[wire.Route[Any, Any], Arguments]:
     bounded = bool(args.get("max") or args.get("older_than_ms"))
     if everything is True and bounded:
         raise errors.InvalidArgument(
-            "purge: give a bound (max, older_than_ms) or all: true, not both"
+            "purge: give a bound (max, older_than_ms) or `all: true`, not both"
         )
     if everything is not True and not bounded:
         raise errors.InvalidArgument(
-            "purge needs a bound (max and/or older_than_ms) or all: true to delete every "
-            "dead letter of the queue"
+            "purge refused: give a bound (max and/or older_than_ms), or the argument "
+            "`all: true` to purge every dead letter of the queue"
         )
     return wire.PURGE, args
 
@@ -91,8 +106,24 @@ TOOLS: tuple[Tool, ...] = (
         "`queues` is null while the collection is unavailable), per-queue gauges (backlog "
         "by state, oldest message age, dead letters), committed message effects, storage "
         "operations, maintenance tasks and their recent failures, filter failures and HTTP "
-        "measurements. Takes no arguments. Counters reset when the broker restarts. Use it "
-        "to check health, or find backed-up or failing queues, before acting.",
+        "measurements. Takes no arguments. Counters reset when the broker restarts. It is "
+        "large (tens of KB, more with many queues): for health and backlog call overview "
+        "instead; call observe only when you need what overview leaves out: per-queue "
+        "event counters, latency histograms, storage and HTTP measurements by RPC and "
+        "code, maintenance step diagnostics, or the exact snapshot /metrics renders.",
+    ),
+    Tool(
+        "overview",
+        wire.OBSERVE,
+        R,
+        "The broker at a glance, small enough to call often (under 4 KB for 50 queues): "
+        "`health` (ok or degraded) with the `problems` found (queue collection or storage "
+        "read unavailable, failing maintenance tasks, replication), storage (database "
+        "size, failed storage operations), and one row per queue with its counts by state, "
+        "dead letters and oldest message age in seconds (`queue_columns` names the "
+        "columns; `queues` is null while the collection is unavailable). Takes no "
+        "arguments. Start here to check health or find a backed-up queue.",
+        finish=overview,
     ),
     Tool(
         "list_queues",
@@ -106,10 +137,12 @@ TOOLS: tuple[Tool, ...] = (
         "create_queue",
         wire.CREATE_QUEUE,
         W,
-        "Create a queue, or reconfigure an existing one of the same kind; repeating the "
-        "call is harmless. Every `config` field is optional and omitted ones take their "
-        "defaults (lock_duration_ms 30000, max_delivery_count 10, standard ordering, no "
-        "TTL, no dedup window).",
+        "Create a queue, or reconfigure an existing one of the same kind (an upsert). "
+        "Repeating it with the same settings changes nothing; repeating it with other "
+        "settings REPLACES the queue's whole configuration, and omitted `config` fields "
+        "go back to their defaults (lock_duration_ms 30000, max_delivery_count 10, "
+        "standard ordering, no TTL, no dedup window): list_queues first to keep the "
+        "current ones.",
     ),
     Tool(
         "delete_queue",
@@ -153,14 +186,14 @@ TOOLS: tuple[Tool, ...] = (
         "send",
         wire.SEND,
         W,
-        "Send ONE message to a queue or topic; returns its `seq_number`. Give the payload "
+        "Send ONE message to a queue or topic; returns `seq_numbers`, a list holding its "
+        "seq_number (as the HTTP Send answers). Give the payload "
         "as `body` (UTF-8 text) or `body_base64` (binary). `message_id` deduplicates a "
         "resend on a queue with a dedup window; `group_id` keeps a group in order (required "
         "on group_fifo queues); `scheduled_enqueue_time_ms` (epoch ms, in the future) holds "
         "delivery until then (cancel can take it back); `ttl_ms` bounds its life.",
         one="messages",
         prepare=_send_route,
-        finish=_sent,
         also=(wire.SCHEDULE,),
     ),
     Tool(
@@ -169,11 +202,13 @@ TOOLS: tuple[Tool, ...] = (
         W,
         "Receive up to `max_messages` (default 1) under a peek-lock, waiting up to "
         "`wait_time_ms` (at most 20000) for the first one. Each message has a "
-        "`seq_number` and a `lock_token`: settle every message before its "
+        "`seq_number`, a `lock_token` and its `body` base64-encoded (plus `body_text` "
+        "when it is UTF-8 text): settle every message before its "
         "`locked_until_ms` with complete (done), abandon (retry later), reject "
         "(dead-letter) or defer, or renew it to keep working. Delivery is at-least-once, so "
         "handle messages idempotently.",
         fields=("queue", "max_messages", "wait_time_ms"),
+        narrow=RECEIVE_BOUNDS,
         prepare=_receive_attempt,
         repeatable=False,
     ),
@@ -201,10 +236,18 @@ TOOLS: tuple[Tool, ...] = (
         "reject",
         wire.REJECT,
         W,
-        "Dead-letter a received message that cannot be handled, with a "
-        "`dead_letter_reason` and `dead_letter_description` for whoever looks at it (peek "
-        "with state dead_lettered; redrive brings it back).",
+        "Dead-letter a received message that cannot be handled, with a `reason` and a "
+        "`description` for whoever looks at it (peek with state dead_lettered shows them "
+        "as dead_letter_reason and dead_letter_description; redrive brings it back).",
         fields=(*SETTLE, "dead_letter_reason", "dead_letter_description"),
+        rename={"reason": "dead_letter_reason", "description": "dead_letter_description"},
+        narrow={
+            "reason": {"description": "why it is dead-lettered, short (peek: dead_letter_reason)"},
+            "description": {
+                "description": "the details, for whoever inspects the dead letter (peek: "
+                "dead_letter_description)"
+            },
+        },
     ),
     Tool(
         "renew",
@@ -236,7 +279,8 @@ TOOLS: tuple[Tool, ...] = (
         R,
         "Browse a queue's messages without locking or changing them, from `from_seq` on, "
         "optionally only those in one `state` (e.g. dead_lettered, with their reasons). "
-        "Never returns a lock token: receive to process a message.",
+        "Bodies are base64 in `body`, plus `body_text` when UTF-8. Never returns a lock "
+        "token: receive to process a message.",
     ),
     Tool(
         "stats",
@@ -258,9 +302,10 @@ TOOLS: tuple[Tool, ...] = (
         wire.PURGE,
         D,
         "Destructive: permanently delete a queue's dead letters, oldest first; returns how "
-        "many. Bound it with `max` and/or `older_than_ms`, or pass `all: true` to empty the "
-        "whole dead-letter queue; a call with neither is refused. Look first (peek with "
-        "state dead_lettered): this cannot be undone.",
+        "many. Bound it with `max` and/or `older_than_ms`; to purge EVERY dead letter of "
+        "the queue pass the argument `all: true` (and no bound). A call with neither is "
+        "refused. Look first (peek with state dead_lettered): this cannot be undone.",
+        narrow=PURGE_BOUNDS,
         extra={"all": PURGE_ALL},
         prepare=_purge_bounded,
     ),

@@ -19,9 +19,8 @@ from uvicorn.server import Server
 from uvicorn_worker import UvicornWorker
 
 from mqlite import defaults
-from mqlite.server.fdlimit import connection_cap
+from mqlite.httpguard import GuardedHttpProtocol, connection_cap
 from mqlite.server.memory import pin_mmap_threshold
-from mqlite.server.protocol import BrokerHttpProtocol
 
 
 class DrainingServer(Server):
@@ -38,9 +37,9 @@ class DrainWorker(UvicornWorker):  # type: ignore[misc]
     CONFIG_KWARGS: ClassVar[dict[str, Any]] = {
         "loop": "auto",
         # httptools with the head bounds, the connection cap and JSON errors uvicorn
-        # lacks (protocol.py); limit_concurrency stays off: the protocol answers it.
-        "http": "mqlite.server.protocol:BrokerHttpProtocol",
-        # After a response, the head deadline of the next request (protocol.py).
+        # lacks (mqlite.httpguard); limit_concurrency stays off: the protocol answers it.
+        "http": "mqlite.httpguard:GuardedHttpProtocol",
+        # After a response, the head deadline of the next request (mqlite.httpguard).
         "timeout_keep_alive": int(defaults.HEAD_TIMEOUT_S),
         "lifespan": "on",
         "timeout_graceful_shutdown": 8,
@@ -51,7 +50,7 @@ class DrainWorker(UvicornWorker):  # type: ignore[misc]
     async def _serve(self) -> None:
         self.config.app = self.wsgi
         pin_mmap_threshold()
-        BrokerHttpProtocol.configure(connection_cap(self.wsgi.settings.max_connections))
+        GuardedHttpProtocol.configure(connection_cap(self.wsgi.settings.max_connections))
         server = DrainingServer(config=self.config)
         # gunicorn's master turns SIGINT into SIGQUIT for its worker: treat it like SIGTERM
         # (drain, finish, lifespan shutdown) rather than uvicorn-worker's abrupt quit.

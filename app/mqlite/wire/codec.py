@@ -6,7 +6,10 @@ cost, no lazy-init race). It refuses malformed JSON, trailing data, NaN/Infinity
 surrogates, invalid UTF-8, unknown fields and wrong types itself; what it cannot see is
 a repeated key, so a cheap count vouches for its absence (``_no_duplicate_keys``).
 Anything it refuses, or that the count cannot vouch for, takes the slow path
-(``explain``), which renders the exact pinned message. Request decoding raises
+(``explain``), which renders the exact pinned message, or, when the body's only fault
+was an explicit ``null`` in an optional field (null = absent, the proto3 JSON mapping
+the original's clients rely on), decodes the walker's cleaned copy: such a body costs
+the slow path, a body without nulls costs nothing more. Request decoding raises
 ``InvalidArgument``; response decoding is lenient and raises ``Internal`` only for a
 body that cannot be a response at all (not JSON, wrong types).
 """
@@ -65,22 +68,26 @@ def decode_request(route: Route[S, Any], body: bytes | bytearray) -> S:
     try:
         request: S = _REQUESTS[cls].decode(body)
     except msgspec.MsgspecError as exc:
-        raise InvalidArgument(_explain(cls, body) or explain.fallback(exc)) from None
+        cleaned = _checked(cls, body)
+        try:  # the walker found no fault: nulls of optional fields were all it had
+            request = _REQUESTS[cls].decode(dumps(cleaned))
+        except msgspec.MsgspecError:
+            raise InvalidArgument(explain.fallback(exc)) from None
+        return request
     if not _no_duplicate_keys(body, request):
-        message = _explain(cls, body)
-        if message:
-            raise InvalidArgument(message)
+        _checked(cls, body)
     return request
 
 
-def _explain(cls: type[msgspec.Struct], body: bytes | bytearray) -> str:
-    """The contract's message for ``body``, or "" if the slow walker finds it valid."""
+def _checked(cls: type[msgspec.Struct], body: bytes | bytearray) -> dict[str, Any]:
+    """``body`` walked strictly: the contract's message as ``InvalidArgument``, or the
+    parsed object with the nulls of optional fields dropped (they mean "absent")."""
     value = strict.parse(body)  # raises the JSON-level InvalidArgument itself
     try:
-        explain.check(cls, value, lenient=False)
+        return explain.check(cls, value, lenient=False)
     except explain.Bad as err:
-        return err.render("the request")  # for people: not "MetricsRequest" to a Stats caller
-    return ""
+        # for people: "in the request", not "MetricsRequest" to a Stats caller
+        raise InvalidArgument(err.render("the request")) from None
 
 
 def json_object(value: msgspec.Struct) -> dict[str, Any]:

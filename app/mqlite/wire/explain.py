@@ -4,8 +4,11 @@ msgspec decodes fast but words its errors its own way, and takes a repeated key 
 a word. When it refuses a body (or the fast duplicate check cannot vouch for it), the
 body is parsed again by ``strict.parse`` and walked here, which renders the exact
 messages our contract pins (``tests/wire/wire_bad_cases.py``) and finds duplicate keys
-with their path. The same walker cleans a response the lenient fast path refused (a
-``null``, an absent always-emitted field) so that msgspec can build it.
+with their path. It is also the ONE place where a request's explicit ``null`` in an
+optional field means "absent" (msgspec refuses it; the walker drops it and ``codec``
+decodes the cleaned copy), while a ``null`` in a required field is refused. The same
+walker cleans a response the lenient fast path refused (a ``null``, an absent
+always-emitted field) so that msgspec can build it.
 
 A failure is ``Bad``, which carries its JSON path: containers append their segment while
 it unwinds, so the happy path never formats a path.
@@ -112,8 +115,12 @@ def _zero(t: mi.Type) -> Any:
 
 
 def walk(t: mi.Type, v: Any, *, lenient: bool) -> Any:
-    """Check ``v`` against ``t`` with the contract's messages; returns ``v`` cleaned (in
-    lenient mode: unknown keys and nulls dropped, absent always-emitted fields zeroed)."""
+    """Check ``v`` against ``t`` with the contract's messages; returns ``v`` cleaned. In
+    both modes an explicit ``null`` in a field with a default is dropped: it means "absent"
+    (the proto3 JSON mapping the original follows), so the field takes its default; a
+    ``null`` where a value is required is refused like any other wrong type. In lenient
+    mode also unknown keys and every null are dropped and absent always-emitted fields
+    zeroed."""
     t = _unwrap(t)
     if isinstance(t, mi.StructType):
         return _struct(t.cls, v, lenient)
@@ -136,12 +143,14 @@ def walk(t: mi.Type, v: Any, *, lenient: bool) -> Any:
     elif isinstance(t, mi.LiteralType):
         _literal(t.values, v, lenient)
     elif isinstance(t, mi.DictType):
+        cleaned: dict[str, Any] = {}
         for k, x in _object(v).items():
             try:
-                walk(t.value_type, x, lenient=lenient)
+                cleaned[k] = walk(t.value_type, x, lenient=lenient)
             except Bad as err:
                 err.segments.append(k)
                 raise
+        return cleaned
     elif isinstance(t, mi.ListType | mi.VarTupleType):
         if type(v) is not list:
             raise want("array", v)
@@ -174,8 +183,8 @@ def _struct(cls: type[msgspec.Struct], v: Any, lenient: bool) -> dict[str, Any]:
             if forbid:
                 raise Bad(f'unknown field "{clip(k)}"', where=True)
             continue
-        if x is None and lenient:
-            continue
+        if x is None and (lenient or not f.required):
+            continue  # null = absent (proto3 JSON): the default; a required field says "want"
         try:
             out[k] = walk(f.type, x, lenient=lenient)
         except Bad as err:

@@ -8,6 +8,9 @@ from __future__ import annotations
 import dataclasses
 from typing import Annotated, Any, Literal
 
+import msgspec
+
+from mqlite import defaults
 from mqlite import types as t
 
 from .base import I64, Doc, Request, Response, canonical
@@ -25,6 +28,18 @@ def config_of(shape: Any) -> t.QueueConfig:
 _STANDARD = t.OrderingMode.STANDARD.value
 
 
+# Bounded on the way in (400 naming the field and the limit): rows are kept a whole window.
+DedupWindow = Annotated[
+    int,
+    msgspec.Meta(
+        ge=0,
+        le=defaults.MAX_DEDUP_WINDOW_MS,
+        description=f"0 = off; at most {defaults.MAX_DEDUP_WINDOW_MS} (7 days)",
+        extra_json_schema={"format": "int64"},
+    ),
+]
+
+
 class QueueConfigJSON(Request):
     """Queue configuration; every field optional (omitted = default)."""
 
@@ -35,7 +50,7 @@ class QueueConfigJSON(Request):
     max_delivery_count: Annotated[I64, Doc("0 = 10")] = _QC.max_delivery_count
     default_ttl_ms: Annotated[I64, Doc("0 = unlimited")] = 0
     dead_letter_on_expire: Annotated[bool, Doc("default true")] = True
-    dedup_window_ms: Annotated[I64, Doc("0 = off")] = 0
+    dedup_window_ms: DedupWindow = 0
     ordering_mode: Annotated[
         Literal["", "standard", "group_fifo", "strict_fifo"],
         Doc("standard: per-group FIFO; group_fifo: group_id required; strict_fifo: one line"),

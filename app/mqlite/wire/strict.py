@@ -1,4 +1,4 @@
-"""Strict JSON parsing of a request body for the slow path (``codec._explain``).
+"""Strict JSON parsing of a request body for the slow path (``codec._checked``).
 
 msgspec refused the body, or could not be shown free of repeated keys: this parse says
 exactly why, in the words the contract pins. The stdlib C scanner does the work; the

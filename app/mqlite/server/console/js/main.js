@@ -123,6 +123,15 @@ async function signIn(token) {
   return null;
 }
 
+function decodedParam(raw) {
+  try {
+    return decodeURIComponent(raw);
+  } catch (err) {
+    if (err instanceof URIError) return null;
+    throw err;
+  }
+}
+
 function route() {
   if (!app.access) return;
   unmount();
@@ -134,12 +143,14 @@ function route() {
   }
   fill(main);
   const ctx = { api: app.api, access: app.access, features: app.features, card: app.card, poller: app.poller };
-  if (!match) {
+  // A malformed escape (#/queues/%E0%A4%A) names nothing: "Not found", not a blank page
+  // (decodeURIComponent throws URIError on it).
+  const param = match && match.m[1] ? decodedParam(match.m[1]) : undefined;
+  if (!match || param === null) {
     fill(main, h("h1", { tabindex: "-1", id: "page-title" }, "Not found"), h("p", {}, h("a", { href: "#/" }, "Go to the overview")));
   } else if (app.access === "monitor" && !match.r.monitor) {
     fill(main, h("h1", { tabindex: "-1", id: "page-title" }, "Manage credential needed"), needsManage(app.access));
   } else {
-    const param = match.m[1] ? decodeURIComponent(match.m[1]) : undefined;
     app.cleanup = match.r.view.mount(main, ctx, param) || null;
   }
   const title = $("page-title");

@@ -1,4 +1,5 @@
-"""The worker's HTTP/1.1 protocol: uvicorn's httptools protocol with the bounds it lacks.
+"""The HTTP/1.1 protocol of every mqlite listener (the broker's worker, ``mqlite-mcp --http``):
+uvicorn's httptools protocol with the bounds it lacks.
 
 uvicorn (0.54) bounds neither the request head nor the time to send it, has no connection
 cap that answers before the descriptors run out, and answers its own errors in plain
@@ -56,19 +57,19 @@ async def _unavailable(scope: Any, receive: Any, send: Any) -> None:
     await send({"type": "http.response.body", "body": body})
 
 
-OVER_CAPACITY = "the broker is at its connection limit; retry shortly"
+OVER_CAPACITY = "the server is at its connection limit; retry shortly"
 
 
-class BrokerHttpProtocol(HttpToolsProtocol):
+class GuardedHttpProtocol(HttpToolsProtocol):
     """One instance per connection (uvicorn's ``http`` protocol class)."""
 
     max_connections: ClassVar[int] = defaults.MAX_CONNECTIONS
     # Connections waiting for a request head with no byte of it received, oldest first:
     # the ones evicted when a new connection needs room.
-    _idle: ClassVar[dict[BrokerHttpProtocol, None]] = {}
+    _idle: ClassVar[dict[GuardedHttpProtocol, None]] = {}
     # Closed by us, not yet gone (connection_lost comes a loop turn later): not counted
     # against the cap, or a burst of evictions would evict (and refuse) twice.
-    _closing: ClassVar[set[BrokerHttpProtocol]] = set()
+    _closing: ClassVar[set[GuardedHttpProtocol]] = set()
 
     @classmethod
     def configure(cls, max_connections: int) -> None:
