@@ -10,10 +10,11 @@ nothing comes due during the run), ``--parked`` messages (default 10,000) are fa
 (``abandon()`` without a delay: the policy parks them in ``scheduled``); then ``--ready``
 messages are drained (receive 64 + complete_batch) and timed. The baseline is the same
 drain on the same queue config with no parked messages. Trials alternate baseline/parked;
-the best of each is reported, and their ratio. Target: parked >= 0.9x baseline (the
-issue's "no more than 10 % slower"). Figures for a standard queue (ungrouped) and for a
-group_fifo queue whose parked messages hold their own groups while the ready ones are in
-others.
+the best of each is reported, and their ratio, by the wall clock and by the process's CPU
+time (steadier on a shared machine; ``--check`` judges that one). Target: parked >= 0.9x
+baseline (the issue's "no more than 10 % slower"). Figures for a standard queue
+(ungrouped) and for a group_fifo queue whose parked messages hold their own groups while
+the ready ones are in others.
 
 It also reports the lock reaper's pass over ``--parked`` expired leases with and without a
 policy (the policy path parks each row with its own computed delay: a per-row statement,
@@ -70,7 +71,9 @@ def park(mq: mqlite.EmbeddedClient, n: int, mode: str) -> None:
     assert (stats.scheduled, stats.active) == (n, 0), stats
 
 
-def drain_rate(workdir: Path, mode: str, ready: int, parked: int) -> float:
+def drain_rate(workdir: Path, mode: str, ready: int, parked: int) -> tuple[float, float]:
+    """(msg/s by the wall clock, msg/s by the process's CPU time): on a shared machine
+    the CPU figure is the steadier one (the engine runs in this process)."""
     path = workdir / f"drain-{secrets.token_hex(4)}.db"
     mq = open_engine(path)
     try:
@@ -80,7 +83,7 @@ def drain_rate(workdir: Path, mode: str, ready: int, parked: int) -> float:
         send(mq, ready, (lambda i: f"ready-{i % 512}") if mode == "group_fifo" else (lambda i: ""))
         gc.collect()
         done = 0
-        t0 = time.perf_counter()
+        t0, c0 = time.perf_counter(), time.process_time()
         while True:
             batch = mq.receive(Q, max_messages=64)
             if not batch:
@@ -88,10 +91,10 @@ def drain_rate(workdir: Path, mode: str, ready: int, parked: int) -> float:
             results = mq.complete_batch(Q, [(m.seq_number, m.lock_token) for m in batch])
             assert all(r.ok for r in results)
             done += len(batch)
-        elapsed = time.perf_counter() - t0
+        elapsed, cpu = time.perf_counter() - t0, time.process_time() - c0
         assert done == ready, f"drained {done} of {ready}"
         assert mq.stats(Q).scheduled == parked
-        return done / elapsed
+        return done / elapsed, done / cpu
     finally:
         mq.close()
         for suffix in ("", "-wal", "-shm", ".lock"):
@@ -137,20 +140,21 @@ def main(argv: list[str] | None = None) -> int:
     ok = True
     with tempfile.TemporaryDirectory(prefix="mqlite-retry-bench-") as tmp:
         workdir = Path(tmp)
-        print("| queue | ready drained | parked | msg/s none | msg/s parked | ratio |")
-        print("|---|---:|---:|---:|---:|---:|")
+        print("| queue | clock | ready drained | parked | msg/s none | msg/s parked | ratio |")
+        print("|---|---|---:|---:|---:|---:|---:|")
         for mode in ("standard", "group_fifo"):
-            base: list[float] = []
-            crowd: list[float] = []
+            base: list[tuple[float, float]] = []
+            crowd: list[tuple[float, float]] = []
             for _ in range(trials):
                 base.append(drain_rate(workdir, mode, ready, 0))
                 crowd.append(drain_rate(workdir, mode, ready, args.parked))
-            ratio = max(crowd) / max(base)
-            ok = ok and ratio >= 0.9
-            print(
-                f"| {mode} | {ready} | {args.parked} | {max(base):,.0f} | {max(crowd):,.0f} "
-                f"| {ratio:.2f}x |"
-            )
+            for i, clock in enumerate(("wall", "cpu")):
+                b, c = max(x[i] for x in base), max(x[i] for x in crowd)
+                ok = ok and (c / b >= 0.9 or clock == "wall")  # the CPU figure decides
+                print(
+                    f"| {mode} | {clock} | {ready} | {args.parked} | {b:,.0f} | {c:,.0f} "
+                    f"| {c / b:.2f}x |"
+                )
         plain = min(reap_ms(workdir, args.parked, False) for _ in range(trials))
         parked = min(reap_ms(workdir, args.parked, True) for _ in range(trials))
         print()
