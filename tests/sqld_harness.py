@@ -122,6 +122,9 @@ class StallProxy:
       into an error;
     - ``cut(after=b"INSERT")``: the next request carrying it is forwarded, then the
       client's connection is closed without the answer (applied, answer lost);
+    - ``cut_request(n, then=restart)``: the same for the ``n``-th request from now on
+      (whatever it carries), running ``then()`` once its answer arrived, before the
+      client's connection is closed (a server restarted after it applied the request);
     - ``down()``: nothing listens and every connection is closed (connects are refused),
       until ``up()`` listens again on the same port.
 
@@ -132,6 +135,9 @@ class StallProxy:
         self._stalled = threading.Event()
         self._after: bytes | None = None
         self._cut_after: bytes | None = None
+        self._cut_nth = 0  # cut the request that makes ``requests`` this (0: none)
+        self._then: Callable[[], None] | None = None
+        self.requests = 0  # client requests forwarded so far
         self._closed = threading.Event()
         self._sockets: list[socket.socket] = []
         self._listener = socket.create_server(("127.0.0.1", 0))
@@ -147,6 +153,14 @@ class StallProxy:
 
     def cut(self, after: bytes) -> None:
         self._cut_after = after
+
+    def cut_request(self, n: int, then: Callable[[], None] | None = None) -> None:
+        self._cut_nth, self._then = self.requests + n, then
+
+    @property
+    def cut_pending(self) -> bool:
+        """An armed ``cut_request`` has not met its request yet."""
+        return self._cut_nth > self.requests
 
     def down(self) -> None:
         _shut(self._listener)  # shutdown first: a close alone leaves accept() listening
@@ -179,11 +193,18 @@ class StallProxy:
                 while self._stalled.is_set() and not self._closed.is_set():
                     time.sleep(0.01)  # hold the bytes: neither forwarded nor refused
                 if cut[0]:
+                    then, self._then = self._then, None
+                    if then is not None:
+                        then()
                     break  # the answer to a cut request: dropped, connection closed
                 marker = self._cut_after
                 if to_server and marker is not None and marker in data:
                     self._cut_after = None
                     cut[0] = True
+                if to_server and data.startswith(b"POST "):
+                    self.requests += 1
+                    if self.requests == self._cut_nth:
+                        cut[0] = True
                 dst.sendall(data)
                 if self._after is not None and self._after in data:
                     self._stalled.set()

@@ -100,6 +100,13 @@ HEAD_TIMEOUT_S = 5.0  # a request head must be complete this long after connecti
 BODY_TIMEOUT_S = 60.0  # the whole body of one request, from its head (the original's ReadTimeout)
 MAX_CONNECTIONS = 4096  # open connections (503 over it); MQLITE_MAX_CONNECTIONS
 FD_RESERVE = 64  # descriptors kept free of connections (database, WAL, logs, listener)
+# Shares of the connection cap (server/shares.py, docs/http.md "Connection shares"): no
+# credential can take every slot. Percentages of the effective cap, each at least 1.
+CONNECTION_RESERVE_PERCENT = 5  # kept for configured admin tokens and /healthz (min 2)
+CREDENTIAL_SHARE_PERCENT = 25  # requests in flight of one credential (not an admin token)
+PARKED_SHARE_PERCENT = 10  # of which long polls (Receive with wait_time_ms) at once
+ANSWERED_BODY_LINGER_S = 1.0  # a request answered before its body arrived (a refusal,
+# /healthz): the rest of its body must follow within this, uncounted, or it is closed
 LARGE_BODY_BYTES = 1 << 20  # bodies over this are decoded on a worker thread and
 # reserve their size from the in-flight budget below before they are read
 MAX_INFLIGHT_BODY_BYTES = 64 << 20  # large request bodies buffered at once, all clients

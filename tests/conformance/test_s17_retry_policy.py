@@ -288,3 +288,13 @@ def test_17_9_without_a_policy_failures_come_back_at_once_as_before(mq, make_que
     row = peek_one(mq, q, seq)
     assert (row.state, row.delivery_count) == ("active", 4)
     assert mq.receive(q)[0].seq_number == seq
+
+
+def test_17_7_a_same_queue_redrive_clears_the_last_error(mq, make_queue):
+    q = make_queue(max_delivery_count=1)
+    seq = mq.send_one(q, OutMessage(b"x"))
+    mq.receive(q)[0].abandon(error="OSError: disk")
+    assert peek_one(mq, q, seq).state == "dead_lettered"
+    assert mq.redrive(q) == 1
+    (m,) = mq.receive(q)
+    assert (m.seq_number, m.delivery_count, m.last_error, m.last_error_at_ms) == (seq, 1, "", 0)

@@ -42,7 +42,7 @@ def do_redrive(conn: sqlite3.Connection, queue: str, **kw: Any) -> tuple[int, in
 def do_purge(conn: sqlite3.Connection, queue: str, **kw: Any) -> int:
     kw = {"max": 0, "older_than_ms": 0, **kw}
     with tx(conn):
-        return dlq.purge(conn, NOW, queue, **kw)
+        return dlq.purge(conn, NOW, queue, **kw)[0]
 
 
 FULL = {
@@ -251,6 +251,7 @@ def test_purge_negative_bounds_are_invalid(conn: sqlite3.Connection, max_: int, 
 
 PLANS: dict[str, set[str]] = {
     "DLQ_CHUNK_SQL": {"idx_msg_dlq"},
+    "DLQ_LAST_SQL": {"idx_msg_dlq"},
     "REDRIVE_IN_PLACE_SQL": {"idx_msg_dlq"},
     "REDRIVE_COPY_SQL": {"idx_msg_dlq"},
     "REDRIVE_COPY_BODIES_SQL": {"idx_msg_dlq"},

@@ -83,9 +83,10 @@ class AdminOps(EngineCore):
     ) -> int:
         """Move dead letters back to active here, or into ``target``; returns moved count.
 
-        With ``rate_per_sec`` > 0 it moves chunks of that size, each its own transaction,
-        one second apart (on the engine clock, waiting on the CALLER's thread, never while
-        holding the writer), so a big redrive never starves consumers.
+        Chunks of at most ``dlq.CHUNK_ROWS``, each its own transaction, so other work runs
+        between them; with ``rate_per_sec`` > 0 one second's worth, then a pause (on the
+        engine clock, waiting on the CALLER's thread, never while holding the writer), so
+        a big redrive never starves consumers. Interrupted, what moved stays moved.
         """
         self._queue(queue)
         for name, value in (
@@ -97,47 +98,80 @@ class AdminOps(EngineCore):
         if target:
             self._queue(target)
         moved = 0
-        for chunk in dlq.paced_chunks(max, rate_per_sec):
-            n = self.redrive_chunk(queue, target, chunk, older_than_ms)
+        walk: dlq.Walk | None = None
+        for chunk, pause in dlq.chunk_plan(max, rate_per_sec):
+            n, walk = self.redrive_chunk(queue, target, chunk, older_than_ms, walk)
             moved += n
-            if rate_per_sec <= 0 or n < chunk or (max > 0 and moved >= max):
-                return moved
-            self.clock.sleep_ms(dlq.PACE_INTERVAL_MS)
+            if n < chunk:
+                break
+            if pause and not (max > 0 and moved >= max):
+                self.clock.sleep_ms(dlq.PACE_INTERVAL_MS)
         return moved
 
     @serialized
-    def redrive_chunk(self, queue: str, target: str | None, chunk: int, older_than_ms: int) -> int:
-        """One transaction of a redrive: at most ``chunk`` dead letters (0 = all)."""
+    def redrive_chunk(
+        self,
+        queue: str,
+        target: str | None,
+        chunk: int,
+        older_than_ms: int,
+        walk: dlq.Walk | None = None,
+    ) -> tuple[int, dlq.Walk]:
+        """One transaction of a redrive: at most ``chunk`` dead letters (0 = all), the
+        next of ``walk`` (None: the first, which fixes the walk); the moved count and the
+        walk after it."""
         q = self._queue(queue)
         dest = self._queue(target).name if target else q.name
         with self._write() as (conn, now):
-            n, _ = dlq.redrive(
+            walk = walk or dlq.start_walk(conn, now, q.name)
+            n, last = dlq.redrive(
                 conn,
                 now,
                 q.name,
                 target=None if dest == q.name else dest,
                 max=chunk,
                 older_than_ms=older_than_ms,
+                walk=walk,
             )
             self._wake_after_commit({dest: n} if n else {})
             self._count((q.name, "redriven", n))  # counted on the DLQ they left
-        return n
+        return n, walk.past(last)
 
-    @serialized
     def purge(
         self,
         queue: str,
         max: int = 0,
         older_than_ms: int = 0,
     ) -> int:
-        """Delete dead letters (oldest first); both bounds zero purges the whole DLQ."""
-        q = self._queue(queue)
+        """Delete dead letters (oldest first); both bounds zero purges the whole DLQ.
+        Chunks of at most ``dlq.CHUNK_ROWS``, each its own transaction (as Redrive)."""
+        self._queue(queue)
         check_int("max", max, minimum=0)
         check_int("older_than_ms", older_than_ms, minimum=0)
-        with self._write() as (conn, now):
-            purged = dlq.purge(conn, now, q.name, max=max, older_than_ms=older_than_ms)
-            self._count((q.name, "purged", purged))
+        purged = 0
+        walk: dlq.Walk | None = None
+        for chunk, _ in dlq.chunk_plan(max, 0):
+            n, walk = self.purge_chunk(queue, chunk, older_than_ms, walk)
+            purged += n
+            if n < chunk:
+                break
         return purged
+
+    @serialized
+    def purge_chunk(
+        self, queue: str, chunk: int, older_than_ms: int, walk: dlq.Walk | None = None
+    ) -> tuple[int, dlq.Walk]:
+        """One transaction of a purge (as ``redrive_chunk``)."""
+        q = self._queue(queue)
+        check_int("max", chunk, minimum=0)
+        check_int("older_than_ms", older_than_ms, minimum=0)
+        with self._write() as (conn, now):
+            walk = walk or dlq.start_walk(conn, now, q.name)
+            purged, last = dlq.purge(
+                conn, now, q.name, max=chunk, older_than_ms=older_than_ms, walk=walk
+            )
+            self._count((q.name, "purged", purged))
+        return purged, walk.past(last)
 
     @serialized
     def status(self) -> dict[str, object]:

@@ -126,6 +126,21 @@ class EngineCore:
             self.store.close()
             raise
         self.writer = Writer(self.store, self.disk.on_disk_full if self.disk else None)
+        self.store.reconcile = self._reload_published
+
+    def _reload_published(self, conn: sqlite3.Connection) -> None:
+        """After a COMMIT of unknown outcome (remote store): what it may have stored --
+        a queue created or deleted, a key created or revoked -- was never published in
+        memory, so the catalog and the key cache are read again (store.py), and every
+        parked poll wakes to look for messages it may have sent."""
+        self.catalog.load(
+            conn, topics.load_routes(conn, queues.load_queues(conn), self.filter_failures)
+        )
+        self.keys.reload(conn)
+        notifier = self.notifier
+        names = set(self.catalog.queues())
+        self.store.after_commit(lambda: notifier.notify_all(names))
+        log.warning("reloaded the catalog and the access keys after a commit of unknown outcome")
 
     def _recover(self) -> None:
         """§3.1: every locked row is an orphan of a previous process. On a full disk the

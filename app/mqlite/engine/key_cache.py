@@ -50,6 +50,15 @@ class KeyCache:
             self.add(digest, row_to_key(tuple(rest)))
         self._revoked.update(row[0] for row in conn.execute(REVOKED_KEYS_SQL))
 
+    def reload(self, conn: sqlite3.Connection) -> None:
+        """Read every key again into fresh maps, then swap them in (after a commit of
+        unknown outcome: a revocation may be stored but never applied here). Readers on
+        other threads see the old maps or the new ones, never an empty cache."""
+        fresh = KeyCache(self._clock)
+        fresh.load(conn)
+        self._by_digest, self._digest_by_id = fresh._by_digest, fresh._digest_by_id
+        self._revoked = fresh._revoked
+
     def add(self, digest: str, key: AccessKey) -> None:
         self._by_digest[digest] = key
         self._digest_by_id[key.id] = digest

@@ -20,6 +20,12 @@ where the engine relies on it (``execute``/``executemany``, a cursor with ``fetc
   constraint, else ``OperationalError`` with the server's result code; a transport
   failure (refused, reset, timed out, a 5xx) is ``RemoteUnreachable`` (the request may or
   may not have been applied), and the stream and its transaction are gone.
+- **A lost transaction** (the exchange of a statement inside one was cut, or the server
+  no longer knows the stream: it restarted) is ``TransactionLost``, and from then on the
+  connection refuses every statement, unsent, until the caller's ``rollback()`` (or a
+  ``ROLLBACK``, or a ``BEGIN``): a later ``SAVEPOINT`` would otherwise open a new
+  transaction on a fresh stream and its ``RELEASE`` commit part of the caller's work
+  alone (issue 26).
 - **Retries** (internals §3: the remote store is the only one that retries), bounded by
   ``defaults.REMOTE_RETRY_BACKOFF_S`` and the first attempt's timeout, and only where they
   cannot apply anything twice: any request that never reached the server whole (the
@@ -86,6 +92,11 @@ class RemoteUnreachable(sqlite3.OperationalError):
     may or may not have been applied)."""
 
     sqlite_errorcode = 10  # SQLITE_IOERR: classified as an ``io`` storage failure
+
+
+class TransactionLost(RemoteUnreachable):
+    """The stream's transaction is gone (its exchange was cut, or the server restarted):
+    nothing of it committed, and nothing more runs until ``rollback()``."""
 
 
 class ResultTooLarge(sqlite3.OperationalError):
@@ -260,6 +271,7 @@ class RemoteConnection:
         self._client = HranaClient(target.url, auth_token, timeout_s=timeout_s)
         self._pid = os.getpid()
         self.in_transaction = False
+        self._lost = False  # a transaction was lost: refuse statements until rollback()
 
     def execute(self, sql: str, params: Sequence[Any] | Mapping[str, Any] = ()) -> RemoteCursor:
         text, values = bind(sql, params)
@@ -286,6 +298,16 @@ class RemoteConnection:
             self._pid, self.in_transaction = os.getpid(), False
         verb = sql.lstrip()[:12].upper()
         ends = verb.startswith(("COMMIT", "END", "ROLLBACK")) and not verb.startswith("ROLLBACK TO")
+        if self._lost:
+            if ends and verb.startswith("ROLLBACK"):
+                self._lost = False  # nothing on the server to roll back
+                return Result((), [], 0, None)
+            if not verb.startswith("BEGIN"):
+                raise TransactionLost(
+                    f"remote database {self.target.masked}: the transaction was lost with "
+                    "its stream; nothing of it committed"
+                )
+            self._lost = False
         keep = verb.startswith(("BEGIN", "SAVEPOINT")) or (self.in_transaction and not ends)
         # A lost answer may be retried only where running it twice changes nothing.
         idempotent = not self.in_transaction and verb.startswith(("SELECT", "BEGIN"))
@@ -303,19 +325,27 @@ class RemoteConnection:
                 if not safe or pause is None or now + pause > deadline:
                     if not exc.sent and attempt:  # the retries met a server that is down
                         self._fail_fast_until = now + defaults.REMOTE_FAIL_FAST_S
+                    lost, self._lost = self.in_transaction, self.in_transaction
                     self.in_transaction = False
                     self._client.drop()  # a stream whose fate is unknown is never reused
-                    raise RemoteUnreachable(
-                        f"remote database {self.target.masked}: {exc}"
-                    ) from None
+                    unreachable = TransactionLost if lost and not ends else RemoteUnreachable
+                    raise unreachable(f"remote database {self.target.masked}: {exc}") from None
                 attempt += 1
                 self.retries += 1
                 self._sleep(pause)
             except RequestRefused as exc:
-                self.in_transaction = False  # the stream (a baton the server no longer knows)
-                refused = sqlite3.OperationalError(f"remote database {self.target.masked}: {exc}")
+                # The stream is a baton the server no longer knows: its transaction is gone.
+                lost, self._lost = self.in_transaction, self.in_transaction
+                self.in_transaction = False
+                message = f"remote database {self.target.masked}: {exc}"
+                refused: sqlite3.OperationalError
                 if exc.status in (401, 403):
+                    refused = sqlite3.OperationalError(message)
                     refused.sqlite_errorcode = 3  # SQLITE_PERM: an "io" storage failure
+                elif lost:
+                    refused = TransactionLost(f"{message}; the transaction is gone")
+                else:
+                    refused = sqlite3.OperationalError(message)
                 raise refused from None
         self.in_transaction = not autocommit
         if isinstance(outcome, StatementError):
@@ -326,11 +356,18 @@ class RemoteConnection:
         """Nothing is pending: outside ``BEGIN`` every statement commits on its own (what a
         ``sqlite3`` caller's ``commit()`` expects after its writes)."""
 
+    def rollback(self) -> None:
+        """End the transaction: ``ROLLBACK`` on its stream, or, when it was lost, forget it
+        (the server has nothing to roll back), as ``sqlite3``'s does with none open."""
+        if self.in_transaction:
+            self.execute("ROLLBACK")
+        self._lost = False
+
     def reset(self) -> None:
         """Drop the HTTP connection and the stream (any transaction on it is gone)."""
         self._client.close_stream()
         self._client.drop()
-        self.in_transaction = False
+        self.in_transaction = self._lost = False
 
     def close(self) -> None:
         self.reset()

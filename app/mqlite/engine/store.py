@@ -33,6 +33,7 @@ from mqlite.engine.remote import (
     RemoteConnection,
     RemoteTarget,
     RemoteUnreachable,
+    TransactionLost,
     is_remote,
     parse_remote,
 )
@@ -180,6 +181,11 @@ class Store:
         self._file_lock: DatabaseLock | None = None
         self._closed = False
         self.migrated_from: str | None = None  # the schema token an open migrated from
+        # A COMMIT whose outcome is unknown may have published nothing in memory that it
+        # stored (a queue, a revoked key): ``reconcile`` (set by the engine) reloads that
+        # state at the start of the next transaction (issue 26).
+        self.in_doubt = False
+        self.reconcile: Callable[[sqlite3.Connection], None] | None = None
         if self.location.path is not None:
             self._file_lock = DatabaseLock(self.location.path)
         self._auth_token = auth_token  # never logged, never in an exception message
@@ -318,14 +324,38 @@ class Store:
         On a remote store a COMMIT whose exchange was cut may have been applied or not:
         that is ``OutcomeUnknown``, never retried here and never reported as a rollback."""
         killpoints.reached("commit.before")
+        if not conn.in_transaction:
+            raise self.lost()  # a COMMIT now would fail, or commit a stray transaction
         try:
             conn.execute("COMMIT")
+        except TransactionLost:
+            raise
         except RemoteUnreachable as exc:
+            self.in_doubt = True
             raise errors.OutcomeUnknown(
                 "the remote database did not acknowledge the commit: it may or may not have "
                 "applied; reconcile by message id (dedup) before resending"
             ) from exc
         killpoints.reached("commit.after")
+
+    def lost(self) -> sqlite3.OperationalError:
+        """The error of a transaction that ended under its block (a remote stream lost, or
+        SQLite rolled it back after an error): nothing of it committed."""
+        if self.location.remote is not None:
+            return TransactionLost(
+                f"remote database {self.location.remote.masked}: the transaction was lost; "
+                "nothing of it committed"
+            )
+        lost = sqlite3.OperationalError("the transaction was rolled back by SQLite")
+        lost.sqlite_errorcode = 10  # SQLITE_IOERR: an "io" storage failure
+        return lost
+
+    def _reconcile(self, conn: sqlite3.Connection) -> None:
+        """After a COMMIT of unknown outcome, reload what it may have stored (in the new
+        transaction, before any block runs); kept in doubt until that succeeds."""
+        if self.reconcile is not None:
+            self.reconcile(conn)
+        self.in_doubt = False
 
     @contextmanager
     def connection(self) -> Iterator[sqlite3.Connection]:
@@ -402,6 +432,17 @@ class _Transaction:
             if state.depth == 0:
                 store._begin()  # (a lease renewal it ran commits with this block)
                 self._commit_mark = self._undo_mark = 0
+                if store.in_doubt:
+                    try:
+                        store._reconcile(store.conn)
+                    except BaseException:
+                        with suppress(sqlite3.Error):
+                            store.conn.rollback()
+                        raise
+            elif not store.conn.in_transaction:
+                # The outer transaction is gone: a SAVEPOINT would open a new one, and its
+                # RELEASE commit this block alone (issue 26).
+                raise store.lost()
             else:
                 store.conn.execute(f"SAVEPOINT sp{state.depth}")
                 self._commit_mark = len(state.after_commit)
@@ -421,23 +462,24 @@ class _Transaction:
             if exc_type is not None:
                 try:
                     if state.depth == 0:
-                        if conn.in_transaction:
-                            conn.execute("ROLLBACK")
-                    else:
+                        conn.rollback()  # (a lost one is only forgotten)
+                    elif conn.in_transaction:  # else: nothing left to roll back to
                         conn.execute(f"ROLLBACK TO sp{state.depth}")
                         conn.execute(f"RELEASE sp{state.depth}")
                 finally:
                     state.roll_back_to(self._commit_mark, self._undo_mark)
                 return
             if state.depth > 0:
+                if not conn.in_transaction:  # lost under a block that swallowed the error
+                    state.roll_back_to(self._commit_mark, self._undo_mark)
+                    raise store.lost()
                 conn.execute(f"RELEASE sp{state.depth}")
                 return
             try:
                 store._commit(conn)
             except BaseException:
                 try:
-                    if conn.in_transaction:
-                        conn.execute("ROLLBACK")
+                    conn.rollback()
                 finally:
                     state.roll_back_to(0, 0)
                 raise

@@ -8,8 +8,12 @@ Calls that queue up while the thread works run together inside ONE outer transac
 each its own savepoint -- a failing call undoes only its own writes and gets its own
 exception -- the batch commits once, and only then are the callers answered: a success is
 never reported for a write that did not commit, and a failed commit fails every call of
-the batch. Under concurrency that turns N commits and N wake-ups into one of each, for
-the server and for threaded embedded users alike.
+the batch. Once the batch's transaction is lost (a remote stream cut, the server
+restarted) nothing more of it runs: its COMMIT is not sent and every call is answered
+"nothing committed" (a later call would otherwise open a new transaction and commit
+alone: issue 26); a COMMIT whose answer was lost is ``OutcomeUnknown`` for every call.
+Group commit turns N commits and N wake-ups into one of each under concurrency, for the server
+and for threaded embedded users alike.
 
 An uncontended synchronous call (the single-threaded embedded user) takes the free token
 and runs inline on its own thread: the same serialization without a thread hop, which
@@ -97,7 +101,9 @@ class Writer:
         me = threading.get_ident()
         if self._owner == me:  # nested: already serialized (inside a call or a tx())
             return fn(*args, **kwargs)
-        if self._queue.empty() and self._token.acquire(blocking=False):
+        # Inline only when nobody waits: not even a call the thread took and holds for the
+        # token (a caller in a loop -- a chunked redrive -- would otherwise starve it).
+        if not self._taken and self._queue.empty() and self._token.acquire(blocking=False):
             self._owner = me
             try:
                 return fn(*args, **kwargs)
@@ -205,8 +211,25 @@ class Writer:
                 finally:
                     self._owner = 0
             _answer(batch)
+            if self._store.in_doubt:
+                self._reconcile()
             if done:
                 return
+
+    def _reconcile(self) -> None:
+        """After a COMMIT of unknown outcome, reload what it may have stored at once (an
+        empty transaction runs the store's reconcile), so a revoked key stops working
+        without waiting for the next write; if the database is still away, the next
+        transaction tries again."""
+        with self._token:
+            self._owner = threading.get_ident()
+            try:
+                with self._store.transaction():
+                    pass
+            except Exception:  # still unreachable: in doubt until a transaction opens
+                pass
+            finally:
+                self._owner = 0
 
     def _execute(self, batch: list[_Call]) -> None:
         if len(batch) == 1:  # no outer transaction needed: the call commits its own
@@ -221,10 +244,12 @@ class Writer:
                 call.invoke(self.translate)
             return
         try:
-            with self._store.transaction(batch=True):  # not an operation of its own
+            with self._store.transaction(batch=True) as conn:  # not an operation of its own
                 for i, call in enumerate(batch, 1):
                     call.invoke(self.translate)  # the engine's transaction nests as a savepoint
                     killpoints.reached("batch.call", i, len(batch))
+                    if not conn.in_transaction:
+                        break  # the batch's transaction is lost: run nothing more of it
         except BaseException as exc:
             failure = self.translate(exc) if isinstance(exc, sqlite3.Error) else exc
             for call in batch:  # nothing of the batch committed

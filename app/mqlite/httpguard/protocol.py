@@ -19,19 +19,34 @@ adds, per connection:
 - **Connection cap** (``configure``): over the cap the oldest connection waiting for a
   head with nothing sent yet is closed to make room; if none is, the new request is
   answered ``503 unavailable``; far over it (descriptors about to run out) a new
-  connection is closed at once.
+  connection is closed at once. Configured with the requests it is kept for (the
+  broker's ``/healthz`` and administrator tokens: ``server/shares.py``, which also gives
+  each credential its share), the last ``CONNECTION_RESERVE_PERCENT`` of the cap is
+  reserved: other requests are refused (or make room) at ``cap - reserve``.
+- **An answer before the body** (a refusal, ``/healthz``): the rest of the body must
+  follow within ``ANSWERED_BODY_LINGER_S``, during which the connection holds no slot,
+  or it is closed -- a slow body to an open path cannot hold a slot for the body deadline.
 - Its own errors (malformed HTTP 400, 408, 431, 503) are the JSON envelope.
 """
 
 from __future__ import annotations
 
 import asyncio
+from collections.abc import Callable
 from typing import Any, ClassVar
 
 import httptools
 from uvicorn.protocols.http.httptools_impl import STATUS_LINE, HttpToolsProtocol
 
 from mqlite import defaults, errors, wire
+
+# Which requests may take the reserved slots: the request target and its headers.
+Privileged = Callable[[bytes, list[tuple[bytes, bytes]]], bool]
+
+
+def nobody(target: bytes, headers: list[tuple[bytes, bytes]]) -> bool:
+    """The default: no reserve (``mqlite-mcp --http``: one credential for everyone)."""
+    return False
 
 
 def envelope_response(exc: errors.MQLiteError) -> bytes:
@@ -64,6 +79,8 @@ class GuardedHttpProtocol(HttpToolsProtocol):
     """One instance per connection (uvicorn's ``http`` protocol class)."""
 
     max_connections: ClassVar[int] = defaults.MAX_CONNECTIONS
+    reserve: ClassVar[int] = 0  # slots only privileged requests may take
+    _reserved_for: ClassVar[tuple[Privileged]] = (nobody,)  # a tuple: not a method
     # Connections waiting for a request head with no byte of it received, oldest first:
     # the ones evicted when a new connection needs room.
     _idle: ClassVar[dict[GuardedHttpProtocol, None]] = {}
@@ -72,8 +89,14 @@ class GuardedHttpProtocol(HttpToolsProtocol):
     _closing: ClassVar[set[GuardedHttpProtocol]] = set()
 
     @classmethod
-    def configure(cls, max_connections: int) -> None:
+    def configure(cls, max_connections: int, privileged: Privileged | None = None) -> None:
+        """The cap; ``privileged``: the requests a reserve of the cap is kept for (the
+        broker's: ``/healthz`` and its administrator tokens, ``server.shares.reserve_for``);
+        None keeps no reserve."""
         cls.max_connections = max(1, max_connections)
+        reserve = max(2, cls.max_connections * defaults.CONNECTION_RESERVE_PERCENT // 100)
+        cls.reserve = 0 if privileged is None else min(reserve, cls.max_connections - 1)
+        cls._reserved_for = (privileged or nobody,)
 
     def __init__(self, *args: Any, **kwargs: Any) -> None:
         super().__init__(*args, **kwargs)
@@ -88,7 +111,7 @@ class GuardedHttpProtocol(HttpToolsProtocol):
         over = self._live() - self.max_connections
         if over > 0 and self._idle:
             next(iter(self._idle))._close()
-        elif over > defaults.FD_RESERVE // 2:
+        elif len(self.connections) - self.max_connections > defaults.FD_RESERVE // 2:
             self._close()  # descriptors nearly gone: no room even to read a head
             return
         self._wait_for_head()
@@ -189,11 +212,25 @@ class GuardedHttpProtocol(HttpToolsProtocol):
 
     # -- parser callbacks -----------------------------------------------------------------
 
+    def _over_cap(self) -> bool:
+        """Is there no slot for this request? Past ``cap - reserve`` only privileged
+        requests get one (``configure``); idle connections make room first."""
+        limit = self.max_connections
+        if self._live() > limit - self.reserve and not self._privileged():
+            limit -= self.reserve
+        while self._live() > limit and self._idle:
+            next(iter(self._idle))._close()
+        return self._live() > limit or len(self.tasks) >= limit
+
+    def _privileged(self) -> bool:
+        """May this request take a reserved slot? (Asked only near the cap.)"""
+        return self._reserved_for[0](self.url, self.headers)
+
     def on_headers_complete(self) -> None:
         self._in_head = False
         self._unset_keepalive_if_required()  # the head arrived in time
         self._body_timer = self.loop.call_later(defaults.BODY_TIMEOUT_S, self._body_timeout)
-        if self._live() > self.max_connections or len(self.tasks) >= self.max_connections:
+        if self._over_cap():
             app, self.app = self.app, _unavailable
             try:
                 super().on_headers_complete()
@@ -206,8 +243,19 @@ class GuardedHttpProtocol(HttpToolsProtocol):
         self._cancel_body_timer()
         super().on_message_complete()
         self._in_head, self._head_bytes = True, 0  # a pipelined head is bounded too
+        if self in self._closing and not self.transport.is_closing():
+            self._closing.discard(self)  # its body came in time after an early answer
+            if self.timeout_keep_alive_task is not None:
+                self._wait_for_head()
 
     def on_response_complete(self) -> None:
         super().on_response_complete()  # arms the keep-alive timer when nothing is queued
+        if not self._in_head and not self.transport.is_closing():
+            # Answered before its body arrived: no slot while the rest may follow, then
+            # closed (the body timer, shortened) unless it did.
+            self._cancel_body_timer()
+            self._closing.add(self)
+            self._body_timer = self.loop.call_later(defaults.ANSWERED_BODY_LINGER_S, self._close)
+            return
         if self.timeout_keep_alive_task is not None:
             self._wait_for_head()

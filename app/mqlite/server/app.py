@@ -38,6 +38,7 @@ from mqlite.server.logging import stop as stop_logging
 from mqlite.server.replication import ReplicationProbe
 from mqlite.server.rpc import RpcDispatcher
 from mqlite.server.runtime import Runtime
+from mqlite.server.shares import CredentialShares
 from mqlite.server.ui import Console
 from mqlite.types import AccessKey
 from mqlite.version import VERSION as __version__
@@ -65,6 +66,8 @@ class BrokerApp:
         self.http_metrics = HttpMeasurements(r.name for r in wire.ROUTES)
         self.replication: ReplicationProbe | None = None
         self.intake = Intake()
+        # Each credential's share of the connection cap (the worker sets the effective cap).
+        self.shares = CredentialShares(settings.max_connections)
         self.authenticator = auth.Authenticator(
             settings.tokens, settings.monitor_tokens, self._lookup_key, self._key_refusal
         )

@@ -21,6 +21,7 @@ from uvicorn_worker import UvicornWorker
 from mqlite import defaults
 from mqlite.httpguard import GuardedHttpProtocol, connection_cap
 from mqlite.server.memory import pin_mmap_threshold
+from mqlite.server.shares import reserve_for
 
 
 class DrainingServer(Server):
@@ -50,7 +51,10 @@ class DrainWorker(UvicornWorker):  # type: ignore[misc]
     async def _serve(self) -> None:
         self.config.app = self.wsgi
         pin_mmap_threshold()
-        GuardedHttpProtocol.configure(connection_cap(self.wsgi.settings.max_connections))
+        settings = self.wsgi.settings
+        cap = connection_cap(settings.max_connections)
+        GuardedHttpProtocol.configure(cap, privileged=reserve_for(settings.tokens or ()))
+        self.wsgi.shares.cap = cap  # each credential's share is of the effective cap
         server = DrainingServer(config=self.config)
         # gunicorn's master turns SIGINT into SIGQUIT for its worker: treat it like SIGTERM
         # (drain, finish, lifespan shutdown) rather than uvicorn-worker's abrupt quit.

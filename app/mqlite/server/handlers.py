@@ -19,7 +19,7 @@ from mqlite import errors
 from mqlite import wire as w
 from mqlite.config import Settings
 from mqlite.engine import Engine
-from mqlite.engine.dlq import PACE_INTERVAL_MS, paced_chunks
+from mqlite.engine.dlq import PACE_INTERVAL_MS, Walk, chunk_plan
 from mqlite.server.runtime import Runtime
 from mqlite.types import ReceiveMode
 from mqlite.version import VERSION as __version__
@@ -34,6 +34,7 @@ class Context:
     settings: Settings
     access: str = ""  # the caller's principal access (manage, key, monitor, anonymous)
     broker: Any = None  # the BrokerApp (Observe adds its HTTP measurements)
+    share: Any = None  # the caller's shares.Share (None: no share, an admin token)
 
     @property
     def engine(self) -> Engine:
@@ -91,6 +92,8 @@ async def receive(ctx: Context, req: w.ReceiveRequest) -> Any:
     name, n, wait, delete = ctx.engine.receive_args(
         req.queue, req.max_messages, req.wait_time_ms, mode, attempt
     )
+    # A long poll counts against its credential's share of parked polls (shares.py).
+    parked = wait > 0 and ctx.broker is not None and ctx.broker.shares.park(ctx.share)
     disconnected = asyncio.Event()
     watcher = asyncio.ensure_future(_watch_disconnect(ctx.receive, disconnected)) if wait else None
     try:
@@ -100,6 +103,8 @@ async def receive(ctx: Context, req: w.ReceiveRequest) -> Any:
     finally:
         if watcher is not None:
             watcher.cancel()
+        if parked:
+            ctx.broker.shares.unpark(ctx.share)
     ctx.log["n"] = len(msgs)
     if not msgs:
         ctx.log["empty_receive"] = True
@@ -251,9 +256,10 @@ async def test_filter(ctx: Context, req: w.TestFilterRequest) -> Any:
 
 @rpc("AdminService/Redrive")
 async def redrive(ctx: Context, req: w.RedriveRequest) -> Any:
-    """Walks the engine's chunk plan (``dlq.paced_chunks``), each chunk one transaction on
-    the writer; a paced redrive waits here, on the event loop, never holding the writer,
-    and stops when its client goes away (nobody would learn what it moved: 499)."""
+    """Walks the engine's chunk plan (``dlq.chunk_plan``), each chunk one transaction on
+    the writer (other work runs between them); a paced redrive waits here, on the event
+    loop, never holding the writer, and stops when its client goes away (nobody would
+    learn what it moved: 499)."""
     ctx.log["queue"] = req.queue
     target = req.target or None
     for name, value in (
@@ -264,21 +270,23 @@ async def redrive(ctx: Context, req: w.RedriveRequest) -> Any:
         if value < 0:
             raise errors.InvalidArgument(f"{name} must not be negative")
     moved = 0
+    walk: Walk | None = None
     gone = asyncio.Event()
     watcher = asyncio.ensure_future(_watch_disconnect(ctx.receive, gone))
     try:
-        for chunk in paced_chunks(req.max, req.rate_per_sec):
-            n = await ctx.call(
-                ctx.engine.redrive_chunk, req.queue, target, chunk, req.older_than_ms
+        for chunk, pause in chunk_plan(req.max, req.rate_per_sec):
+            n, walk = await ctx.call(
+                ctx.engine.redrive_chunk, req.queue, target, chunk, req.older_than_ms, walk
             )
             moved += n
             ctx.log["n"] = moved
-            if req.rate_per_sec <= 0 or n < chunk or ctx.runtime.draining:
+            if n < chunk or ctx.runtime.draining:
                 break
             if req.max > 0 and moved >= req.max:
                 break
-            with contextlib.suppress(TimeoutError):
-                await asyncio.wait_for(gone.wait(), PACE_INTERVAL_MS / 1000)
+            if pause:
+                with contextlib.suppress(TimeoutError):
+                    await asyncio.wait_for(gone.wait(), PACE_INTERVAL_MS / 1000)
             if gone.is_set():
                 raise errors.Canceled(f"the client went away; the redrive stopped after {moved}")
     finally:
@@ -288,8 +296,19 @@ async def redrive(ctx: Context, req: w.RedriveRequest) -> Any:
 
 @rpc("AdminService/Purge")
 async def purge(ctx: Context, req: w.PurgeRequest) -> Any:
+    """Chunk by chunk, like Redrive (unpaced): other work runs between them."""
     ctx.log["queue"] = req.queue
-    purged = await ctx.call(ctx.engine.purge, req.queue, req.max, req.older_than_ms)
+    for name, value in (("max", req.max), ("older_than_ms", req.older_than_ms)):
+        if value < 0:
+            raise errors.InvalidArgument(f"{name} must not be negative")
+    purged = 0
+    walk: Walk | None = None
+    for chunk, _ in chunk_plan(req.max, 0):
+        n, walk = await ctx.call(ctx.engine.purge_chunk, req.queue, chunk, req.older_than_ms, walk)
+        purged += n
+        ctx.log["n"] = purged
+        if n < chunk or ctx.runtime.draining:
+            break
     return w.PurgeResponse(purged)
 
 

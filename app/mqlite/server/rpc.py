@@ -5,7 +5,8 @@ middleware-wrapped starlette app (which keeps the open endpoints, /metrics, the 
 catch-all, CORS preflights and the lifespan): no per-request routing scan, no
 Request/Response objects, no middleware layers -- the endpoint adds the CORS header and
 writes its own access-log line. Order per request:
-authenticate (401) → POST only (405) → permission (403) → read the body under the 32 MiB
+authenticate (401) → POST only (405) → permission (403) → the credential's share of the
+connection cap (503, ``shares.py``) → read the body under the 32 MiB
 cap (413, before it is buffered) → strict decode (400) → handler → encode. Errors become
 the ``{"code","message"}`` envelope; an unexpected exception is a logged 500 with no
 traceback for the client.
@@ -71,6 +72,7 @@ class RpcDispatcher:
         # result code and whole-request time. Always on: Observe reports them too.
         meter = broker.http_metrics.route(route.name)
         intake = broker.intake
+        shares = broker.shares
         allow_remote = broker.settings.insecure_allow_remote
         extra_headers = cors_headers(broker.settings.cors)
 
@@ -87,13 +89,17 @@ class RpcDispatcher:
                     raise errors.Unimplemented("POST required")
                 meter.authorize(principal, permission, auth_enabled=auth_enabled)
                 authorized = time.perf_counter()
-                async with intake.request(route, scope, receive) as req:
-                    runtime = broker.runtime
-                    if runtime is None:
-                        raise errors.Internal("broker is starting")
-                    ctx = Context(runtime, fields, receive, broker.started_ms, broker.settings)
-                    ctx.access, ctx.broker = principal.access, broker
-                    body = wire.encode_response(route, await handler(ctx, req))
+                share = shares.enter(principal)
+                try:
+                    async with intake.request(route, scope, receive) as req:
+                        runtime = broker.runtime
+                        if runtime is None:
+                            raise errors.Internal("broker is starting")
+                        ctx = Context(runtime, fields, receive, broker.started_ms, broker.settings)
+                        ctx.access, ctx.broker, ctx.share = principal.access, broker, share
+                        body = wire.encode_response(route, await handler(ctx, req))
+                finally:
+                    shares.leave(share)
                 status = 200
             except errors.MQLiteError as exc:
                 fields["code"] = exc.code
