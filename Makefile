@@ -36,7 +36,8 @@ venv: $(TESTS) $(LINTERS)
 # MQLITE_TOKENS is set. MQLITE_ADDR=:6754 make run listens on every interface.
 run: $(RUNTIME)
 	mkdir -p data
-	MQLITE_DB=file:./data/mq.db MQLITE_ADDR=$${MQLITE_ADDR:-127.0.0.1:6754} $(VENV)/bin/mqlite serve
+	MQLITE_DB=file:./data/mq.db MQLITE_ADDR=$${MQLITE_ADDR:-127.0.0.1:6754} \
+	  $(PY) scripts/dev_run.py data/dev-token $(VENV)/bin/mqlite serve
 
 # Every tier, the container one included (ops/ci/install-deps.sh installs the system
 # tools it drives: prometheus, podman, debootstrap, caddy, ...; only what is missing).
@@ -77,6 +78,7 @@ lint: $(LINTERS)
 	$(VENV)/bin/mypy
 	$(VENV)/bin/lint-imports
 	$(PY) scripts/gen_sdk.py --check
+	$(PY) scripts/gen_docs_tables.py --check
 
 # The side-by-side suite (issue 17; docs/benchmarks.md): installs the peers it lacks
 # (tests/bench/suite/deps.sh), starts and stops them itself, regenerates the report.

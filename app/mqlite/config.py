@@ -67,7 +67,7 @@ def _flag(environ: Mapping[str, str], name: str, default: bool) -> bool:
         return True
     if raw in _FALSE:
         return False
-    raise ConfigError(f"{name}={environ[name]!r} must be on/off (true/false, 1/0)")
+    raise ConfigError(f"{name}={environ[name]!r} must be on/off (true/false, 1/0, yes/no)")
 
 
 def _int(environ: Mapping[str, str], name: str, default: int, *, minimum: int) -> int:
@@ -344,6 +344,13 @@ class Settings:
             raise ConfigError(
                 f"auth is off (MQLITE_TOKENS=off) and {self.addr!r} is not a loopback address: "
                 "bind 127.0.0.1, enable auth, or pass --insecure-allow-remote"
+            )
+        if self.max_message_bytes > defaults.MAX_HONOURED_MESSAGE_BYTES:
+            raise ConfigError(
+                f"MQLITE_MAX_MESSAGE_BYTES={self.max_message_bytes} is over what HTTP can "
+                f"carry: a request is at most {defaults.MAX_REQUEST_BYTES} bytes (32 MiB), "
+                f"which holds a base64 body of at most {defaults.MAX_HONOURED_MESSAGE_BYTES} "
+                "bytes; set MQLITE_MAX_MESSAGE_BYTES to that or less"
             )
         if self.metrics and not self.auth:
             raise ConfigError("MQLITE_METRICS/--metrics requires auth (MQLITE_TOKENS is off)")

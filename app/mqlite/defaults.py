@@ -16,6 +16,11 @@ RETRY_MULTIPLIER_MAX = 1000.0  # a larger factor only reaches the cap sooner
 # Limits.
 MAX_MESSAGE_BYTES = 1 << 20  # body cap per message (MQLITE_MAX_MESSAGE_BYTES)
 MAX_REQUEST_BYTES = 32 << 20  # whole HTTP request body
+# The largest body a broker can honour: a one-message Send carries it in base64 (4 bytes
+# per 3) inside a request of MAX_REQUEST_BYTES, beside the JSON envelope and up to
+# MAX_METADATA_BYTES of metadata (+4 KiB of keys and punctuation). serve refuses a larger
+# MQLITE_MAX_MESSAGE_BYTES at start-up: the cap would promise what no request can carry.
+MAX_HONOURED_MESSAGE_BYTES = (MAX_REQUEST_BYTES - (64 << 10) - 4096) // 4 * 3
 MAX_RECEIVE_MESSAGES = 256
 MAX_WAIT_MS = 20_000
 PEEK_DEFAULT_MAX = 32

@@ -82,6 +82,12 @@ class NameConflict(MQLiteError):
     http_status = 409
 
 
+class QueueConfigDiffers(NameConflict):
+    """the queue exists with another configuration; ensure_queue(strict=True) left it as is."""
+
+    reason = "queue_config_differs"
+
+
 class KeyConflict(MQLiteError):
     """an access key with this id or token digest is already registered."""
 
@@ -218,7 +224,14 @@ class DBLocked(MQLiteError):
 
 
 class SchemaVersionMismatch(MQLiteError):
-    """database schema version does not match this mqlite; recreate it (mqlite never migrates)."""
+    """database schema version is not one this mqlite opens or migrates (token 5 is migrated)."""
+
+    code = "internal"
+    http_status = 500
+
+
+class DatabaseNotWritable(MQLiteError):
+    """the database file or its directory cannot be written by this process."""
 
     code = "internal"
     http_status = 500
@@ -299,6 +312,7 @@ def _reason_classes() -> Mapping[str, type[MQLiteError]]:
         UnsupportedMediaType,
         HeadersTooLarge,
         RequestTimeout,
+        QueueConfigDiffers,
     ):
         assert cls.reason not in table, f"duplicate reason {cls.reason}"
         assert issubclass(cls, BY_CODE[cls.code]), f"{cls.__name__} must refine its code"

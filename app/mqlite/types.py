@@ -183,6 +183,17 @@ class QueueInfo:
 
 
 @dataclass(frozen=True, slots=True)
+class QueueEnsured:
+    """What ``ensure_queue`` found or made: the queue as it now is, whether this call
+    created it, and (when it already existed) the config fields in which it differs
+    from the config asked for. An existing queue is never changed by ensure_queue."""
+
+    queue: QueueInfo
+    created: bool
+    differs: tuple[str, ...] = ()
+
+
+@dataclass(frozen=True, slots=True)
 class Subscription:
     topic: str
     name: str

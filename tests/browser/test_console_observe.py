@@ -85,7 +85,7 @@ def test_the_overview_shows_the_brokers_observation(console: ConsolePage) -> Non
         re.compile(rf"Subscriptions{observed['subscription_count']}(?!\d)")
     )
     text = data.inner_text()
-    assert "local file" in text and "Schema" in text
+    assert "Backend\nlocal\n" in text and "Schema" in text
     auth = page.get_by_role("region", name="Authentication outcomes since start")
     assert re.search(r"invalid\s+[1-9]", auth.inner_text()), auth.inner_text()  # 2 bad tokens
     assert re.search(r"filter evaluate failures\s+[1-9]", text), text

@@ -9,7 +9,7 @@ import json
 import re
 
 from console_support import ConsolePage
-from e2e_support import ADMIN_TOKEN, b64, unique
+from e2e_support import ADMIN_TOKEN, b64, now_ms, unique
 from playwright.sync_api import expect
 
 DEAD_ONE = re.compile(r"dead-lettered1(?!\d)")  # the stats list's text: term, then count
@@ -48,8 +48,13 @@ def test_create_send_peek_redrive_purge_delete(console: ConsolePage) -> None:
     send.get_by_label("Body (text)").fill('{"id":1,"sku":"A-1"}')
     send.get_by_label("Content type").fill("application/json")
     send.get_by_label("Properties").fill("region=eu\ntier=gold")
+    send.get_by_label("Subject").fill("orders.created")
     send.get_by_role("button", name="Send message").click()
     expect(page.get_by_text("Sent: seq_number")).to_be_visible()
+    # Issue 31: what belonged to that message does not ride along with the next one.
+    expect(send.get_by_label("Subject")).to_have_value("")
+    expect(send.get_by_label("Properties")).to_have_value("")
+    expect(send.get_by_label("Body (text)")).to_have_value('{"id":1,"sku":"A-1"}')
     console.broker.send(name, b"\x00\x01\x02binary")
 
     peek = page.get_by_role("form", name="Peek messages")
@@ -206,3 +211,30 @@ def test_the_queue_form_sets_a_retry_policy_and_a_message_shows_its_last_error(
     card = page.locator("#peek-results article.message").first
     expect(card).to_contain_text("Last error")
     assert "KeyError: 'sku-9'" in card.inner_text() and "scheduled" in card.inner_text()
+
+
+def test_a_queue_holding_only_scheduled_messages_shows_no_oldest_age(
+    console: ConsolePage,
+) -> None:
+    """Issue 31: "Oldest" is the age of the oldest active or locked message; a queue with
+    only scheduled ones has none, so it shows a dash, never "0 ms"."""
+    page = console.page
+    name = unique("later")
+    console.broker.ok("AdminService/CreateQueue", {"name": name})
+    console.broker.ok(
+        "QueueService/Schedule",
+        {
+            "queue": name,
+            "messages": [{"body": b64(b"x")}],
+            "scheduled_enqueue_time_ms": now_ms() + 3_600_000,
+        },
+    )
+    console.signed_in(ADMIN_TOKEN)
+    console.go("queues")
+    row = page.get_by_role("row").filter(has=page.get_by_role("link", name=name))
+    expect(row).to_contain_text("—")
+    assert "0 ms" not in row.inner_text()
+    page.get_by_role("link", name=name).first.click()
+    stats = page.locator("#queue-stats")
+    expect(stats).to_contain_text("oldest active/locked")
+    assert "0 ms" not in stats.inner_text()

@@ -16,6 +16,8 @@ from cli_support import (
     stop_broker,
 )
 
+import mqlite
+
 
 @pytest.fixture(scope="session")
 def broker(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Broker]:
@@ -27,9 +29,17 @@ def broker(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Broker]:
 
 
 @pytest.fixture
-def embedded_cli(tmp_path: Path) -> Cli:
+def no_db_cli(tmp_path: Path) -> Cli:
+    """Embedded on a database file that does not exist yet."""
     db = tmp_path / "mq.db"
     return Cli("embedded", base_env(MQLITE_DB=f"file:{db}"), db)
+
+
+@pytest.fixture
+def embedded_cli(no_db_cli: Cli) -> Cli:
+    """An existing (empty) database: read-only commands never create one (issue 31)."""
+    mqlite.open_embedded(f"file:{no_db_cli.db_path}", background=False).close()
+    return no_db_cli
 
 
 @pytest.fixture

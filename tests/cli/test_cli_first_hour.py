@@ -50,14 +50,17 @@ def on_a_terminal(cli: Cli, *args: str) -> tuple[int, bytes]:
 
 
 def test_the_default_database_file_is_announced_on_stderr(tmp_path: Path) -> None:
-    r = run("list", env=base_env(), cwd=tmp_path)
-    assert (r.returncode, r.stdout) == (0, "no queues\n")
+    # A writing command: a read-only one refuses a missing file (test_cli_first_hour_two).
+    r = run("create-queue", "probe", env=base_env(), cwd=tmp_path)
+    assert (r.returncode, r.stdout.split(":")[0]) == (0, "queue probe ready")
     (note,) = r.stderr.splitlines()
     assert note.startswith(f"note: using the local database file {tmp_path}/mq.db ")
     assert "MQLITE_ENDPOINT=http://127.0.0.1:6754" in note and "--endpoint" in note
     assert "MQLITE_DB=file:PATH" in note
     # Chosen on purpose: nothing to announce.
-    quiet = run("list", env=base_env(MQLITE_DB=f"file:{tmp_path}/other.db"), cwd=tmp_path)
+    quiet = run(
+        "create-queue", "probe", env=base_env(MQLITE_DB=f"file:{tmp_path}/other.db"), cwd=tmp_path
+    )
     assert (quiet.returncode, quiet.stderr) == (0, "")
 
 

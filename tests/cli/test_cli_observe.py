@@ -11,10 +11,13 @@ def test_observe_json_and_text(cli: Cli, queue: str) -> None:
     o = cli.json("observe")
     assert o["collection"]["state"] == "available"
     (mine,) = [q for q in o["queues"] if q["queue"] == queue]
-    assert (mine["active"], mine["retained"], mine["unexpected"]) == (2, 2, 0)
+    assert (mine["active"], mine["total"], mine["unexpected"]) == (2, 2, 0)
+    assert mine["oldest_message_age_ms"] >= 0 and o["backend"] in ("local", "remote")
     effects = {(m["queue"], m["event"]): m["count"] for m in o["messages"]}
-    # Counters belong to the engine's process: an embedded CLI run starts from zero.
-    assert effects.get((queue, "enqueued")) == (2 if cli.mode == "client" else None)
+    # Counters belong to the engine's process: an embedded CLI run starts from zero, and
+    # every event of a known queue is listed, zeros included (the original's contract).
+    assert effects[queue, "enqueued"] == (2 if cli.mode == "client" else 0)
+    assert effects[queue, "purged"] == 0
     assert [t["task"] for t in o["maintenance"]] == [
         "locks", "scheduled", "ttl", "dedup", "receipts", "retention", "reclaim",
     ]  # fmt: skip
@@ -25,6 +28,20 @@ def test_observe_json_and_text(cli: Cli, queue: str) -> None:
     text = cli.ok("observe")
     assert "collection:    available" in text
     assert any(line.split()[:3] == [queue, "queue", "2"] for line in text.splitlines())
+    assert "TOTAL" in text.split()  # the queue table's column, the wire's name
     for section in ("message effects:", "storage operations:", "TASK", "filter failures:"):
         assert section in text
     assert ("authentication:" in text) == (cli.mode == "client")
+
+
+def test_observe_text_shows_no_age_for_a_queue_with_only_scheduled_messages(
+    cli: Cli, queue: str
+) -> None:
+    """A queue whose only message is scheduled has no oldest active message: the OLDEST
+    column says ``-``, never ``0.0s`` (issue 31: "Oldest 0 ms")."""
+    cli.setup_queue(queue)
+    cli.ok("schedule", queue, "later", "--at", "1h")
+    rows = [line.split() for line in cli.ok("observe").splitlines()]
+    (row,) = [r for r in rows if r[:2] == [queue, "queue"]]  # the queue table's row
+    assert row[5] == "1"  # SCHEDULED
+    assert row[-1] == "-", row

@@ -35,7 +35,8 @@ from mqlite.cli.endpoint import EndpointError, resolve
         ("key", "list", "--sort", "name"),
     ],
 )
-def test_usage_errors_exit_2(embedded_cli: Cli, args: tuple[str, ...]) -> None:
+def test_usage_errors_exit_2(no_db_cli: Cli, args: tuple[str, ...]) -> None:
+    embedded_cli = no_db_cli
     r = embedded_cli.run(*args)
     assert r.returncode == 2, (args, r.stderr)
     assert r.stdout == b""

@@ -280,6 +280,7 @@ REASONS = {
     "unsupported_media_type": "invalid_argument",
     "headers_too_large": "invalid_argument",
     "request_timeout": "canceled",
+    "queue_config_differs": "name_conflict",
 }
 
 

@@ -94,8 +94,9 @@ def test_authentication_outcomes_and_request_counts(broker_factory: BrokerFactor
     assert requests["QueueService/Send", "unauthenticated"]["count"] == 2
     assert requests["QueueService/Send", "permission_denied"]["count"] == 1
     assert requests["QueueService/Send", "ok"]["duration_seconds"] > 0
-    handlers = {h["rpc"]: h["duration"] for h in after["http"]["handlers"]}
+    handlers = {h["rpc"]: h for h in after["http"]["handler_latency"]}
     assert handlers["QueueService/Send"]["count"] == 1  # after authorization only
+    assert handlers["QueueService/Send"]["buckets"][-1]["upper_bound_seconds"] == 20
     effects = {(m["queue"], m["event"]): m["count"] for m in after["messages"]}
     assert effects[queue, "enqueued"] == 2
     (gauges,) = [q for q in after["queues"] if q["queue"] == queue]

@@ -65,6 +65,7 @@ LATER = [
     "AuthService/CreateKey",
     "AuthService/ListKeys",
     "AuthService/RevokeKey",
+    "AdminService/EnsureQueue",  # issue 31: the start-up verb that never resets a queue
 ]
 ALL_RPCS = ORIGINAL_ORDER + LATER
 
@@ -354,6 +355,30 @@ def test_create_queue_upsert_and_list(broker: Broker) -> None:
     assert info["lock_duration_ms"] == 45_000
     assert info["generation"]
     assert {"max_delivery_count", "default_ttl_ms", "dedup_window_ms"} <= set(info)
+
+
+def test_ensure_queue_creates_once_and_never_resets(broker: Broker) -> None:
+    q = unique()
+    first = broker.ok(
+        "AdminService/EnsureQueue", {"name": q, "config": {"dedup_window_ms": 600_000}}
+    )
+    assert (first["created"], first["differs"]) == (True, [])
+    assert first["queue"]["dedup_window_ms"] == 600_000 and first["queue"]["generation"]
+    again = broker.ok("AdminService/EnsureQueue", {"name": q})
+    assert (again["created"], again["differs"]) == (False, ["dedup_window_ms"])
+    assert again["queue"] == first["queue"]  # left exactly as it was
+    broker.err(
+        "AdminService/EnsureQueue",
+        {"name": q, "strict": True},
+        409,
+        "name_conflict",
+        reason="queue_config_differs",
+    )
+    same = broker.ok(
+        "AdminService/EnsureQueue",
+        {"name": q, "config": {"dedup_window_ms": 600_000}, "strict": True},
+    )
+    assert (same["created"], same["differs"]) == (False, [])
 
 
 def test_list_queues_and_status_accept_an_empty_body(broker: Broker) -> None:

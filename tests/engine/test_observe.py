@@ -17,6 +17,7 @@ from mqlite.clock import FakeClock
 from mqlite.engine import Engine, store
 from mqlite.engine.measure import EVENTS
 from mqlite.engine.observe import QUEUE_GAUGES_SQL
+from mqlite.server.metrics import render
 from mqlite.types import OutMessage, QueueConfig
 
 START = 1_700_000_000_000
@@ -86,20 +87,22 @@ def test_gauges_per_state_unexpected_rows_and_oldest_age(eng: Engine, clock: Fak
     gauges = {g.queue: g for g in o.queues or ()}
     a = gauges["a"]
     assert (a.active, a.locked, a.deferred, a.scheduled, a.dead_lettered) == (1, 0, 1, 1, 0)
-    assert (a.retained, a.unexpected) == (4, 1)
-    assert a.oldest_age_seconds == 7.0  # the active row, enqueued 7 s ago
+    assert (a.total, a.unexpected) == (4, 1)
+    assert a.oldest_message_age_ms == 7_000  # the active row, enqueued 7 s ago
     e = gauges["empty"]
-    assert (e.retained, e.oldest_age_seconds) == (0, 0.0)
+    assert (e.total, e.oldest_message_age_ms) == (0, 0)
 
 
 def test_runtime_reports_the_probe_and_the_local_footprint(eng: Engine, tmp_path: Path) -> None:
-    rt = eng.observe().runtime
-    assert rt.read_available and rt.read_latency_seconds is not None
+    observed = eng.observe()
+    rt = observed.runtime
+    assert rt.read_available and rt.ping_seconds > 0 and observed.backend == "local"
     assert rt.db_size_available and rt.db_size_bytes == eng.store.db_size_bytes() > 0
     mem = Engine(":memory:")
     try:
         rt = mem.observe().runtime
-        assert not rt.db_size_available and rt.db_size_bytes is None  # never a fake 0
+        # The original's zero, with the flag that says it is not a measurement.
+        assert not rt.db_size_available and rt.db_size_bytes == 0
         assert mem.observe().backend == "memory"
     finally:
         mem.close()
@@ -174,11 +177,70 @@ def test_recovery_at_open_counts_recovered(tmp_path: Path, clock: FakeClock) -> 
         e.close()
 
 
-def test_effects_are_reported_once_they_happen(eng: Engine) -> None:
+def test_every_event_of_every_known_queue_is_present_zeros_included(eng: Engine) -> None:
+    """spec/observe-wire.md "Messages": all 20 events per known queue, sorted by queue
+    then event, so a first completion shows in increase() (issue 28)."""
+    eng.create_queue("b")
     eng.create_queue("a")
-    assert eng.observe().messages == ()  # no zero-filled series per queue and event
+    rows = [(m.queue, m.event, m.count) for m in eng.observe().messages]
+    assert rows == [(q, e, 0) for q in ("a", "b") for e in sorted(EVENTS)]
     eng.send("a", [msg()])
-    assert [(m.queue, m.event, m.count) for m in eng.observe().messages] == [("a", "enqueued", 1)]
+    rows = [(m.queue, m.event, m.count) for m in eng.observe().messages]
+    assert len(rows) == 40 and ("a", "enqueued", 1) in rows
+    assert sum(n for _, _, n in rows) == 1
+
+
+def test_a_deleted_queue_takes_its_counters_with_it(eng: Engine) -> None:
+    """Issue 26: thousands of deleted (reply) queues kept their series forever. Create and
+    delete many; the observation ends where it began, and a queue created again under a
+    deleted name starts from zero."""
+    eng.create_queue("stays")
+    before = eng.observe().messages
+    series = _series(eng)
+    for i in range(200):
+        eng.create_queue(f"reply-{i}")
+        eng.send(f"reply-{i}", [msg()])
+        (m,) = eng.receive(f"reply-{i}", 1)
+        eng.complete(f"reply-{i}", m.seq_number, m.lock_token)
+        eng.delete_queue(f"reply-{i}")
+    eng.subscribe("t", "sub")
+    eng.send("t", [msg()])
+    (m,) = eng.receive("sub", 1)
+    eng.complete("sub", m.seq_number, m.lock_token)
+    eng.unsubscribe("t", "sub")
+    assert eng.observe().messages == before
+    assert _series(eng) == series  # /metrics, rendered from the same observation
+    eng.create_queue("reply-0")
+    assert {m.count for m in eng.observe().messages if m.queue == "reply-0"} == {0}
+
+
+def _series(eng: Engine) -> set[str]:
+    """The /metrics series names with their labels (values and timestamps left out)."""
+    text = render(eng.observe()).decode()
+    return {line.rsplit(" ", 1)[0] for line in text.splitlines() if not line.startswith("#")}
+
+
+def test_a_delete_whose_commit_fails_keeps_the_counters(
+    eng: Engine, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    eng.create_queue("q")
+    eng.send("q", [msg()])
+    (m,) = eng.receive("q", 1)
+    eng.complete("q", m.seq_number, m.lock_token)
+    before = effects(eng)
+
+    def full_disk(conn: sqlite3.Connection) -> None:
+        exc = sqlite3.OperationalError("database or disk is full")
+        exc.sqlite_errorcode = 13  # type: ignore[attr-defined]
+        raise exc
+
+    monkeypatch.setattr(eng.store, "_commit", full_disk)
+    with pytest.raises(errors.StorageError):
+        eng.delete_queue("q")
+    monkeypatch.undo()
+    assert effects(eng) == before and before["q", "completed"] == 1
+    eng.delete_queue("q")
+    assert effects(eng) == {}
 
 
 def test_topic_fanout_counts_copies_not_requests(eng: Engine) -> None:
@@ -308,3 +370,25 @@ def test_a_batch_counts_each_call_and_a_failed_batch_commit_counts_nothing(
     assert effects(eng) == {("q", "enqueued"): 3}  # none of the failed batch
     # One failed COMMIT: one failed operation (a lone call commits its own, also once).
     assert 1 <= ops(eng)["transaction", "error", "io"] <= 3
+
+
+def test_a_reload_after_an_unknown_commit_outcome_drops_vanished_queues_counters(
+    eng: Engine,
+) -> None:
+    """After a COMMIT of unknown outcome the catalog is read again (core.py); a delete
+    that did commit ran no after-commit callback, so the reload drops its counters."""
+    for name in ("gone", "kept"):
+        eng.create_queue(name)
+        eng.send(name, [msg()])
+    (m,) = eng.receive("gone", 1)
+    eng.complete("gone", m.seq_number, m.lock_token)
+    with eng.tx() as tx:  # the delete's rows, committed without its callbacks
+        tx.execute("DELETE FROM queues WHERE name = 'gone'")
+
+    def reload() -> None:
+        with eng.store.transaction() as conn:
+            eng._reload_published(conn)
+
+    eng.writer.call_on_thread(reload)
+    assert {q for q, _ in effects(eng)} == {"kept"}
+    assert {m.queue for m in eng.observe().messages} == {"kept"}

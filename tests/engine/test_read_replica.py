@@ -136,6 +136,9 @@ def test_the_pool_is_the_writer_plus_the_replica_connections_and_counts_waits(
 ) -> None:
     mq = open_pair()
     mq.create_queue("q", QueueConfig())
+    # The database was just emptied and rebuilt on the primary: wait until the replica has
+    # the schema too (before it, a replica read fails "no such table: messages").
+    wait_until(lambda: _peek_count(mq, "q") == 0)
     pool = mq.observe().storage.pool
     assert pool.max_open == 4  # internals §3: a remote store's pool of 4
     replica = mq._engine.replica
@@ -143,14 +146,14 @@ def test_the_pool_is_the_writer_plus_the_replica_connections_and_counts_waits(
         for _ in range(replica.size):
             stack.enter_context(replica.read())  # every replica connection lent
         busy = mq._engine._pool()  # what Observe samples (its own scan would wait here)
-        assert (busy.open, busy.in_use, busy.waits) == (4, 3, 0)
+        assert (busy.open, busy.in_use, busy.wait_count) == (4, 3, 0)
         reader = threading.Thread(target=lambda: mq.peek("q"))
         reader.start()
         wait_until(lambda: replica.waits == 1, timeout_s=5)
         assert reader.is_alive()  # waiting for a free connection
     reader.join(5)
     after = mq.observe().storage.pool
-    assert after.waits == 1 and after.wait_duration_seconds > 0 and after.in_use == 0
+    assert after.wait_count == 1 and after.wait_duration_seconds > 0 and after.in_use == 0
 
 
 def test_a_replica_started_later_catches_up_and_serves_reads(

@@ -28,6 +28,7 @@ from mcp_support import (
 
 from mqlite.mcp.tools import TOOLS
 from mqlite.version import VERSION
+from original_observe_decoder import decode
 
 
 def run(scenario: Any) -> None:
@@ -301,6 +302,7 @@ def test_observe_with_a_monitor_token_and_nothing_else(broker: Broker, tmp_path:
         async with stdio_session(mcp_env(broker, MONITOR_TOKEN), tmp_path / "err") as c:
             assert len((await c.list_tools()).tools) == len(TOOLS)
             seen = ok(await c.call_tool("observe", {}))
+            decode(json.dumps(seen).encode())  # what the original's MCP host accepts
             assert seen["access"] == "monitor" and seen["collection"]["state"] == "available"
             (gauges,) = [q for q in seen["queues"] if q["queue"] == queue]
             assert gauges["active"] == 1, gauges

@@ -22,6 +22,7 @@ from mqlite.engine import Engine
 from mqlite.engine.measured_store import MeasuredStore
 from mqlite.engine.observation import REPLICATION_DISABLED, Replication
 from mqlite.server import metrics
+from mqlite.server import metrics_queues as mq
 from mqlite.server.http_metrics import HttpMeasurements
 from mqlite.types import OutMessage
 
@@ -120,10 +121,15 @@ def test_fixed_combinations_start_at_zero(tmp_path: Path) -> None:
     codes = contract["mqlite_rpc_requests_total"].labels["code"]
     assert codes is not None
     assert len(rpcs.samples) == len(wire.ROUTES) * len(codes)
-    events = got["mqlite_message_events"]  # only what happened: not zero-filled per queue
-    happened = {(s.labels["queue"], s.labels["event"]) for s in events.samples}
-    assert {("orders", "enqueued"), ("orders", "rejected"), ("orders", "dead_lettered")} <= happened
-    assert all(s.value > 0 for s in events.samples if s.name.endswith("_total"))
+    # Every event of every known queue, zeros included (issue 28: increase() must see a
+    # queue's first completion), and the deprecated completed alias beside it.
+    events = got["mqlite_message_events"]
+    every = contract["mqlite_message_events_total"].labels["event"] or ()
+    exposed = {(s.labels["queue"], s.labels["event"]): s.value for s in events.samples}
+    assert set(exposed) == {(q, e) for q in ("orders", "audit") for e in every}
+    assert exposed["orders", "enqueued"] == 2 and exposed["audit", "enqueued"] == 0
+    completed = {s.labels["queue"]: s.value for s in got["mqlite_messages_completed"].samples}
+    assert completed == {"orders": 1, "audit": 0}
     auth = {s.labels["outcome"] for s in got["mqlite_authentication"].samples}
     assert auth == set(contract["mqlite_authentication_total"].labels["outcome"] or ())
 
@@ -187,32 +193,52 @@ def test_queue_gauges_are_written_byte_for_byte_as_prometheus_client_would(
     families through generate_latest give the same bytes, for escaping-worthy label
     values and float formatting (exponents, fractions, zero) included."""
     from prometheus_client import CollectorRegistry, generate_latest
-    from prometheus_client.core import GaugeMetricFamily
+    from prometheus_client.core import CounterMetricFamily, GaugeMetricFamily
 
-    from mqlite.engine.observation import QueueGauges
+    from mqlite.engine.observation import MessageEffect, QueueGauges
 
     queues = (
-        QueueGauges("orders", "queue", 3, 1, 0, 2, 5, 11, 0, 12.5),
-        QueueGauges('we"ird\\name\nx', "subscription", 0, 0, 0, 0, 0, 0, 0, 0.0),
-        QueueGauges("big", "queue", 12_345_678, 0, 7, 0, 0, 12_345_685, 7, 86_400.001),
+        QueueGauges("orders", "queue", 3, 1, 0, 2, 5, 0, 11, 12_500),
+        QueueGauges('we"ird\\name\nx', "subscription", 0, 0, 0, 0, 0, 0, 0, 0),
+        QueueGauges("big", "queue", 12_345_678, 0, 7, 0, 0, 7, 12_345_685, 86_400_001),
+        # Past the slices the renderer pauses between (metrics_queues.YIELD_EVERY).
+        *(QueueGauges(f"q{i:04d}", "queue", i, 0, 0, 0, 0, 0, i, i) for i in range(600)),
+    )
+    messages = tuple(
+        MessageEffect(q.queue, event, n)
+        for q in sorted(queues, key=lambda q: q.queue)
+        for event, n in (("abandoned", 0), ("completed", 12_345_678), ("enqueued", 3))
     )
 
     class Reference:
         def collect(self) -> Any:
-            by_state = GaugeMetricFamily(*metrics.BY_STATE, labels=["queue", "state"])
+            by_state = GaugeMetricFamily(*mq.BY_STATE, labels=["queue", "state"])
             for q in queues:
-                for state in metrics.STATES:
+                for state in mq.STATES:
                     by_state.add_metric([q.queue, state], getattr(q, state))
             yield by_state
-            for name, doc, value_of in metrics.QUEUE_FAMILIES:
+            for name, doc, value_of in mq.QUEUE_FAMILIES:
                 fam = GaugeMetricFamily(name, doc, labels=["queue"])
                 for q in queues:
                     fam.add_metric([q.queue], value_of(q))
                 yield fam
 
+    class ReferenceEvents:
+        def collect(self) -> Any:
+            events = CounterMetricFamily(*mq.EVENTS, labels=["queue", "event"])
+            completed = CounterMetricFamily(*mq.COMPLETED, labels=["queue"])
+            for m in messages:
+                events.add_metric([m.queue, m.event], m.count)
+                if m.event == "completed":
+                    completed.add_metric([m.queue], m.count)
+            yield from (events, completed)
+
     registry = CollectorRegistry(auto_describe=False)
     registry.register(Reference())  # type: ignore[arg-type]
-    assert metrics.queue_gauges_text(queues).encode() == generate_latest(registry)
+    assert mq.queue_gauges_text(queues).encode() == generate_latest(registry)
+    registry = CollectorRegistry(auto_describe=False)
+    registry.register(ReferenceEvents())  # type: ignore[arg-type]
+    assert mq.message_events_text(messages).encode() == generate_latest(registry)
 
 
 def test_replication_gauges_absent_unless_litestream_answered(tmp_path: Path) -> None:

@@ -143,7 +143,7 @@ def assert_observe_equals_scraped(broker: Broker, stack: PromStack) -> None:
         for q in o["queues"]:
             for state in STATES:
                 out[f"messages/{q['queue']}/{state}"] = float(q[state])
-            out[f"retained/{q['queue']}"] = float(q["retained"])
+            out[f"retained/{q['queue']}"] = float(q["total"])
         for m in o["messages"]:
             out[f"events/{m['queue']}/{m['event']}"] = float(m["count"])
         for f in o["filters"]:

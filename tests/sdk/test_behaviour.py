@@ -49,6 +49,37 @@ def test_create_queue_returns_the_full_config(mq: Any, names: Names) -> None:
     assert mq.get_queue(q).generation == info.generation
 
 
+def test_ensure_queue_never_resets_an_existing_queue(mq: Any, names: Names) -> None:
+    """Issue 31: the start-up verb leaves a configured queue alone, same on both clients."""
+    q = names()
+    fifo = QueueConfig(ordering_mode="strict_fifo", dedup_window_ms=600_000)
+    made = mq.ensure_queue(q, fifo)
+    assert made.created and made.differs == () and made.queue.generation
+    found = mq.ensure_queue(q)
+    assert (found.created, found.differs) == (False, ("dedup_window_ms", "ordering_mode"))
+    assert found.queue.config == made.queue.config == mq.get_queue(q).config
+    assert found.queue.config.ordering_mode == "strict_fifo"
+    with pytest.raises(errors.QueueConfigDiffers):
+        mq.ensure_queue(q, QueueConfig(), strict=True)
+    assert mq.ensure_queue(q, fifo, strict=True).differs == ()
+
+
+def test_ensure_queue_on_the_asyncio_client(broker: Any, names: Names) -> None:
+    import asyncio
+
+    import mqlite.aio
+
+    async def main() -> None:
+        async with mqlite.aio.connect(broker.url, broker.token) as mq:
+            q = names()
+            await mq.create_queue(q, QueueConfig(dedup_window_ms=60_000))
+            found = await mq.ensure_queue(q)
+            assert (found.created, found.differs) == (False, ("dedup_window_ms",))
+            assert (await mq.get_queue(q)).config.dedup_window_ms == 60_000
+
+    asyncio.run(main())
+
+
 def test_delete_queue_fences_on_generation(mq: Any, names: Names) -> None:
     q = names()
     old = mq.create_queue(q).generation

@@ -48,25 +48,34 @@ def test_a_real_observation_round_trips() -> None:
     assert wire.decode_response(wire.OBSERVE, body).check() == r
 
 
+Q = wire.observability.QueueGaugesJSON
+
+
 @pytest.mark.parametrize(
     "change",
     [
         {"queues": ()},  # a failed collection cannot list healthy queues
-        {"runtime": wire.observability.RuntimeJSON(read_available=True)},  # no latency
-        {"runtime": wire.observability.RuntimeJSON(db_size_bytes=0)},  # size while unavailable
+        {"queue_count": 1},  # counts that contradict the rows
+        {  # a total that is not the sum of the six counts
+            "collection": wire.observability.CollectionJSON(state="available"),
+            "queues": (Q("q", "queue", active=1, total=2),),
+            "queue_count": 1,
+        },
     ],
 )
-def test_inconsistent_availability_is_refused(change: dict[str, Any]) -> None:
+def test_inconsistent_observations_are_refused(change: dict[str, Any]) -> None:
     bad = msgspec.structs.replace(wire.ObserveResponse(), **change)
     with pytest.raises(errors.Internal):
         bad.check()
 
 
 def test_non_cumulative_histograms_are_refused() -> None:
-    h = wire.observability.HistogramJSON(
-        (wire.observability.BucketJSON(0.1, 5), wire.observability.BucketJSON(0.2, 3)), 5, 1.0
-    )
-    handler = wire.observability.RpcHandlerJSON("QueueService/Send", h)
-    http = wire.observability.HttpJSON("available", (), (), (handler,))
+    o = wire.observability
+    buckets = (o.LatencyBucketJSON(0.1, 5), o.LatencyBucketJSON(0.2, 3))
+    handler = o.HandlerLatencyJSON("QueueService/Send", buckets, 5, 1.0)
+    http = o.HttpJSON("available", (), (), (handler,))
     with pytest.raises(errors.Internal):
         msgspec.structs.replace(wire.ObserveResponse(), http=http).check()
+    task = o.MaintenanceTaskJSON("locks", duration=o.HistogramJSON((0.1, 0.2), (1,), 1, 0.1))
+    with pytest.raises(errors.Internal):  # bounds and counts of different lengths
+        msgspec.structs.replace(wire.ObserveResponse(), maintenance=(task,)).check()

@@ -21,6 +21,7 @@ EXPECTED = [
     ("QueueService/Peek", "listen"),
     ("QueueService/Stats", "listen"),
     ("AdminService/CreateQueue", "manage"),
+    ("AdminService/EnsureQueue", "manage"),
     ("AdminService/DeleteQueue", "manage"),
     ("AdminService/Subscribe", "manage"),
     ("AdminService/Unsubscribe", "manage"),
@@ -65,7 +66,7 @@ def test_routes_by_path_is_the_table_in_order() -> None:
     for r in wire.ROUTES:
         assert wire.ROUTES_BY_PATH[r.path] is r
     assert "/mqlite.v1.QueueService/Nope" not in wire.ROUTES_BY_PATH
-    assert len(set(wire.ROUTES)) == len(wire.ROUTES) == 28
+    assert len(set(wire.ROUTES)) == len(wire.ROUTES) == 29
 
 
 def test_routes_by_path_is_read_only() -> None:

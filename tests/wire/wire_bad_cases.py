@@ -51,19 +51,42 @@ CASES: list[tuple[str, wire.Route[Any, Any], bytes, str]] = [
     ("null", wire.SEND, b"null", "request body: want object, got null"),
     ("number", wire.STATUS, b"1", "request body: want object, got number"),
     ("unknown-top", wire.SEND, doc(x=1), 'unknown field "x" in the request'),
-    ("case-sensitive", wire.STATS, b'{"Queue":"q"}', 'unknown field "Queue" in the request'),
-    ("unknown-message", wire.SEND, msgs({"bodyx": ""}), 'unknown field "bodyx" in messages[0]'),
+    (
+        "case-sensitive",
+        wire.STATS,
+        b'{"Queue":"q"}',
+        'unknown field "Queue" in the request (did you mean "queue"?)',
+    ),
+    (
+        "unknown-message",
+        wire.SEND,
+        msgs({"bodyx": ""}),
+        'unknown field "bodyx" in messages[0] (did you mean "body"?)',
+    ),
+    # Issue 31: an SDK argument name, or a nested field sent flat, names the wire's.
+    (
+        "sdk-name",
+        wire.RECEIVE,
+        b'{"queue":"q","wait_ms":5}',
+        'unknown field "wait_ms" in the request (did you mean "wait_time_ms"?)',
+    ),
+    (
+        "flat-nested",
+        wire.SUBSCRIBE,
+        b'{"topic":"t","name":"n","expr":"x"}',
+        'unknown field "expr" in the request (did you mean "filter": {"expr": …}?)',
+    ),
     (
         "unknown-config",
         wire.CREATE_QUEUE,
         b'{"name":"q","config":{"lock_duration":1}}',
-        'unknown field "lock_duration" in config',
+        'unknown field "lock_duration" in config (did you mean "lock_duration_ms"?)',
     ),
     (
         "unknown-filter",
         wire.SUBSCRIBE,
         b'{"topic":"t","name":"n","filter":{"exp":"x"}}',
-        'unknown field "exp" in filter',
+        'unknown field "exp" in filter (did you mean "expr"?)',
     ),
     (
         "unknown-sample",

@@ -173,6 +173,12 @@ REQUEST_CASES: list[Case] = [
         wire.CreateQueueRequest("q", wire.QueueConfigJSON.of(FULL_CONFIG)),
         {"name": "q", "config": FULL_CONFIG_JSON},
     ),
+    (wire.ENSURE_QUEUE, wire.EnsureQueueRequest("q"), {"name": "q"}),
+    (
+        wire.ENSURE_QUEUE,
+        wire.EnsureQueueRequest("q", wire.QueueConfigJSON.of(FULL_CONFIG), True),
+        {"name": "q", "config": FULL_CONFIG_JSON, "strict": True},
+    ),
     (
         wire.DELETE_QUEUE,
         wire.DeleteQueueRequest("q", "g-1"),

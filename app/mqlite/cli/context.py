@@ -102,6 +102,8 @@ class Context:
     def embedded(self) -> mqlite.EmbeddedClient:
         """The local database itself (refused while another process owns it)."""
         if self._embedded is None:
+            if getattr(self.args, "read_only", False):
+                self._refuse_a_missing_database()
             client = mqlite.open_embedded(
                 self.target.dsn,
                 background=False,
@@ -111,6 +113,23 @@ class Context:
             )
             self._embedded = self._client = client
         return self._embedded
+
+    def _refuse_a_missing_database(self) -> None:
+        """A read-only command (observe, peek, list, ...) never creates a database: a
+        missing file is almost always a broker the user meant to reach instead."""
+        from mqlite.sdk.embedded import database_path
+
+        try:
+            path = database_path(self.target.dsn)
+        except mqlite.errors.MQLiteError:
+            return  # a remote libSQL DSN: nothing local to create
+        if path is not None and not os.path.exists(path):
+            raise Failure(
+                f"no database at {path} ({self.args.command} reads an existing database and "
+                "never creates one); to reach a running broker pass --endpoint "
+                f"http://127.0.0.1:{defaults.PORT} or set MQLITE_ENDPOINT, with MQLITE_TOKEN "
+                "set to its token; to read another file set MQLITE_DB=file:PATH"
+            )
 
     def close(self) -> None:
         client, self._client, self._embedded = self._client, None, None

@@ -132,6 +132,8 @@ def run_command(handler: object, args: argparse.Namespace, undeliverable: bool) 
         return _fail(str(exc), 2)
     except ConnectionFailed as exc:
         return _fail(f"{unreachable(str(ctx.target.endpoint), exc)} ({exc.code})", 1)
+    except errors.Unauthenticated as exc:
+        return _fail(f"{exc.message} ({exc.code}){_no_token_hint(ctx)}", 1)
     except errors.MQLiteError as exc:
         return _fail(f"{exc.message} ({exc.code})" if exc.code != "internal" else exc.message, 1)
     except Failure as exc:
@@ -143,6 +145,17 @@ def run_command(handler: object, args: argparse.Namespace, undeliverable: bool) 
         return _fail(f"{exc.strerror or exc}", 1)
     except KeyboardInterrupt:
         return _fail("interrupted", 130)
+
+
+def _no_token_hint(ctx: object) -> str:
+    """A 401 with no credential sent: say where the broker's token goes."""
+    target = getattr(ctx, "_target", None)
+    if target is None or target.token is not None:
+        return ""
+    return (
+        f"; no token was sent to {target.endpoint}: set MQLITE_TOKEN to the broker's token "
+        "(its start-up line prints a generated one) or pass --token-file PATH"
+    )
 
 
 if __name__ == "__main__":

@@ -140,6 +140,7 @@ class EngineCore:
         notifier = self.notifier
         names = set(self.catalog.queues())
         self.store.after_commit(lambda: notifier.notify_all(names))
+        self.effects.keep_only(names)  # a delete that did commit takes its counters
         log.warning("reloaded the catalog and the access keys after a commit of unknown outcome")
 
     def _recover(self) -> None:
@@ -226,7 +227,7 @@ class EngineCore:
         return msgs
 
     def _completed(self, queue: str, n: int) -> None:
-        self.effects.counts[queue, "completed"] += n  # runs as an after-commit callback
+        self.effects.add(queue, "completed", n)  # runs as an after-commit callback
         self.notifier.notify(queue, n)  # a completed group head may unblock its successor
 
     def _count(self, *effects: tuple[str, str, int]) -> None:

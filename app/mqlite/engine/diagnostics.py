@@ -110,6 +110,21 @@ def failure(where: str, exc: BaseException) -> Failure:
     )
 
 
+# Set on a driver error raised by the application's own statement in ``Engine.tx()``: the
+# block's failure is then the application's (an IntegrityError of its INSERT), and the log
+# says so instead of blaming storage.
+APPLICATION_MARK = "mqlite_application_statement"
+
+
+def mark_application(exc: sqlite3.Error) -> sqlite3.Error:
+    setattr(exc, APPLICATION_MARK, True)
+    return exc
+
+
+def is_application(exc: BaseException) -> bool:
+    return bool(getattr(exc, APPLICATION_MARK, False))
+
+
 def emit(event: str, msg: str, level: int = logging.WARNING, **fields: object) -> None:
     """One structured diagnostic event (``event`` is one of the five kinds)."""
     log.log(level, msg, extra={"event": event, **fields})

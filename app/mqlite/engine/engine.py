@@ -36,6 +36,7 @@ from mqlite.types import (
     Message,
     OutMessage,
     QueueConfig,
+    QueueEnsured,
     QueueInfo,
 )
 
@@ -59,6 +60,29 @@ class Engine(AdminOps, KeyOps, TopicOps, ObserveOps):
             self.catalog.put(info)
         return info
 
+    @serialized
+    def ensure_queue(
+        self, name: str, config: QueueConfig | None = None, strict: bool = False
+    ) -> QueueEnsured:
+        """Create a queue if the name is free; an existing one is left as it is and its
+        differences from ``config`` reported (``strict``: refused with
+        ``QueueConfigDiffers``). One conditional insert, so no read-then-write race."""
+        name = queues.validate_name(name)
+        if not isinstance(strict, bool):
+            raise errors.InvalidArgument("strict must be a boolean")
+        cfg = queues.normalize_config(config if config is not None else QueueConfig())
+        self.catalog.check_queue_creation(name, cfg.kind)
+        with self.store.transaction() as conn:
+            info, created = queues.insert_queue_if_absent(conn, self.clock.now_ms(), name, cfg)
+            differs = () if created else queues.config_differences(cfg, info.config)
+            if strict and differs:
+                raise errors.QueueConfigDiffers(
+                    f"queue {name!r} exists with a different {', '.join(differs)}; "
+                    "it was left as it is (create_queue reconfigures it)"
+                )
+            self.catalog.put(info)
+        return QueueEnsured(info, created, differs)
+
     def list_queues(self) -> list[QueueInfo]:
         """Every queue by name (on the replica if any: a queue created a moment ago may be
         missing there; ``get_queue`` reads the catalog, always current)."""
@@ -78,6 +102,7 @@ class Engine(AdminOps, KeyOps, TopicOps, ObserveOps):
             queues.delete_queue(conn, name, generation)
             self.catalog.drop(name)
             self._wake_all_after_commit({name})  # parked long polls wake, find it gone
+            self.effects.forget_after_commit(self.store, name)  # its series go with it
 
     # -- send -----------------------------------------------------------------------------
 
@@ -169,7 +194,7 @@ class Engine(AdminOps, KeyOps, TopicOps, ObserveOps):
             # conflicted, else the send would have had a seq.
             reached = routes if plan is None else plan[0]
             for route in reached:
-                self.effects.counts[route.queue.name, "dedup_conflict"] += 1
+                self.effects.add(route.queue.name, "dedup_conflict", 1)
             raise
         return result.seq_numbers
 

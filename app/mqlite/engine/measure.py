@@ -27,8 +27,9 @@ from mqlite.engine import diagnostics
 if TYPE_CHECKING:
     from mqlite.engine.store import Store
 
-# Seconds; the same finite buckets for every duration histogram (+Inf is the count).
-BUCKETS = (0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1.0, 2.5, 5.0, 10.0)
+# Seconds; the same finite buckets for every duration histogram (+Inf is the count): the
+# original's bounds, which its Observe decoder requires (spec/observe-wire.md, ending at 20).
+BUCKETS = (0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1.0, 2.5, 5.0, 10.0, 20.0)
 
 # The spec's message-effect table, in its order (ops/metric-contract.json pins the same).
 EVENTS = (
@@ -87,11 +88,12 @@ class Histogram:
         self.count += 1
         self.sum += seconds
 
-    def cumulative(self) -> tuple[tuple[float, int], ...]:
+    def cumulative(self) -> tuple[int, ...]:
+        """The count at or below each of ``BUCKETS``, in order."""
         out, running = [], 0
-        for bound, n in zip(BUCKETS, self.counts, strict=True):
+        for n in self.counts:
             running += n
-            out.append((bound, running))
+            out.append(running)
         return tuple(out)
 
 
@@ -99,23 +101,51 @@ Effect = tuple[str, str, int]  # (queue, event, count)
 
 
 class MessageEffects:
-    """Committed effects per (queue, event); recorded only by after-commit callbacks."""
+    """Committed effects per queue and event; recorded only by after-commit callbacks
+    (and ``add`` from one), so every change happens on the writer."""
 
     def __init__(self) -> None:
-        self.counts: Counter[tuple[str, str]] = Counter()
+        self.by_queue: dict[str, Counter[str]] = {}
+
+    def add(self, queue: str, event: str, n: int) -> None:
+        counts = self.by_queue.get(queue)
+        if counts is None:
+            counts = self.by_queue[queue] = Counter()
+        counts[event] += n
 
     def after_commit(self, store: Store, effects: Iterable[Effect]) -> None:
         """Count ``effects`` once the current transaction commits (never on rollback,
         never for a rolled-back savepoint: ``Store.after_commit``)."""
         items = [(q, e, n) for q, e, n in effects if n]
         if items:
-            counts = self.counts
+            add = self.add
 
             def record() -> None:
                 for queue, event, n in items:
-                    counts[queue, event] += n
+                    add(queue, event, n)
 
             store.after_commit(record)
+
+    def forget_after_commit(self, store: Store, queue: str) -> None:
+        """Drop a deleted queue's counters once its deletion commits (issue 26: 6,088
+        deleted queues kept 18,264 series). After the commit, so a rolled-back delete
+        keeps them; a queue created again under the name starts from zero."""
+        by_queue = self.by_queue
+
+        def forget() -> None:
+            by_queue.pop(queue, None)
+
+        store.after_commit(forget)
+
+    def keep_only(self, queues: set[str]) -> None:
+        """Drop the counters of every queue not in ``queues`` (after a commit of unknown
+        outcome the catalog is read again: a delete that committed ran no callback)."""
+        for queue in [q for q in self.by_queue if q not in queues]:
+            del self.by_queue[queue]
+
+    def snapshot(self) -> dict[str, dict[str, int]]:
+        """A copy (take it on the writer; the zero-fill is done after, off it)."""
+        return {queue: dict(counts) for queue, counts in self.by_queue.items()}
 
 
 @dataclass
@@ -160,6 +190,9 @@ class StorageOps:
             self._failed(operation, seconds, exc, retries)
 
     def _failed(self, operation: str, seconds: float, exc: BaseException, retries: int) -> None:
+        if diagnostics.is_application(exc):
+            self._application_statement(operation, seconds, exc, retries)
+            return
         if isinstance(exc, diagnostics.INTERRUPTIONS) or diagnostics.classify(exc) != "other":
             fail = diagnostics.failure(operation, exc)
             outcome = "outcome_unknown" if fail.category == "outcome_unknown" else "error"
@@ -179,6 +212,33 @@ class StorageOps:
         s.duration.observe(seconds)
         s.last_error = (self._now(), fail)
         self._log(operation, fail, interrupted=isinstance(exc, diagnostics.INTERRUPTIONS))
+
+    def _application_statement(
+        self, operation: str, seconds: float, exc: BaseException, retries: int
+    ) -> None:
+        """The application's own statement in ``tx()`` failed: the storage worked, the
+        transaction was rolled back. Counted as an application refusal, logged as one."""
+        s = self.stats[operation, "rejected", "application"]
+        s.count += 1
+        s.retries += retries
+        s.duration.observe(seconds)
+        now = self._monotonic_s()
+        last, suppressed = self._logged.get((operation, "application"), (None, 0))
+        if last is not None and now - last < FAILURE_LOG_INTERVAL_S:
+            self._logged[operation, "application"] = (last, suppressed + 1)
+            return
+        self._logged[operation, "application"] = (now, 0)
+        detail = diagnostics.redact(f"{type(exc).__name__}: {exc}")
+        diagnostics.emit(
+            "transaction.application_error",
+            f"transaction rolled back: the application's own statement failed ({detail}); "
+            "storage is fine",
+            logging.WARNING,
+            operation=operation,
+            category="application",
+            detail=detail,
+            suppressed=suppressed,
+        )
 
     def _now(self) -> int:
         return self._now_ms()

@@ -2,9 +2,11 @@
 builds, ``mqlite.wire.observability`` mirrors field for field as JSON (a test pins the
 two together) and ``server/metrics.py`` renders for Prometheus.
 
-Availability is explicit everywhere a value can be unknown: ``queues`` is None when the
-collection failed, a failed probe has no latency, a footprint that cannot be measured has
-no size. Nothing unknown is ever a zero.
+The field names, types and zero-fills are the original's Observe contract
+(``spec/observe-wire.md``), so its clients decode ours; our extras (maintenance and storage
+diagnostics, replication) are additive fields. Availability is explicit where a value can
+be unknown: ``queues`` is None when the collection failed, and the probe and footprint
+carry ``read_available`` / ``db_size_available`` beside their zero.
 """
 
 from __future__ import annotations
@@ -13,18 +15,14 @@ from dataclasses import dataclass
 
 
 @dataclass(frozen=True, slots=True)
-class Bucket:
-    le: float  # upper bound in seconds
-    count: int  # cumulative
-
-
-@dataclass(frozen=True, slots=True)
 class HistogramValue:
-    """Cumulative finite buckets; ``count`` is the +Inf bucket."""
+    """Cumulative finite buckets (``bucket_counts[i]`` observations took at most
+    ``bounds_seconds[i]``); ``count`` is the +Inf bucket. The original's encoding."""
 
-    buckets: tuple[Bucket, ...]
+    bounds_seconds: tuple[float, ...]
+    bucket_counts: tuple[int, ...]
     count: int
-    sum: float
+    sum_seconds: float
 
 
 @dataclass(frozen=True, slots=True)
@@ -44,18 +42,18 @@ class QueueGauges:
     deferred: int
     scheduled: int
     dead_lettered: int
-    retained: int  # every row, unexpected states included
     unexpected: int  # rows outside the five normal states
-    oldest_age_seconds: float  # oldest active/locked row's enqueue age; 0 if none
+    total: int  # every row: the five states plus the unexpected ones
+    oldest_message_age_ms: int  # oldest active/locked row's enqueue age; 0 if none
 
 
 @dataclass(frozen=True, slots=True)
 class Runtime:
     schema_version: str
+    ping_seconds: float  # the read probe's round trip; 0 when it failed (read_available)
     read_available: bool
-    read_latency_seconds: float | None  # None when the probe failed
+    db_size_bytes: int  # 0 for memory/remote or when unmeasurable (db_size_available)
     db_size_available: bool
-    db_size_bytes: int | None  # None for memory (or when the files cannot be measured)
 
 
 @dataclass(frozen=True, slots=True)
@@ -91,7 +89,7 @@ class Pool:
     open: int
     in_use: int
     idle: int
-    waits: int
+    wait_count: int
     wait_duration_seconds: float
 
 
@@ -99,13 +97,6 @@ class Pool:
 class Storage:
     operations: tuple[StorageOperation, ...]
     pool: Pool
-
-
-@dataclass(frozen=True, slots=True)
-class Runs:
-    success: int
-    error: int
-    interrupted: int
 
 
 @dataclass(frozen=True, slots=True)
@@ -122,8 +113,10 @@ class StepDiagnostic:
 class MaintenanceTask:
     task: str
     enabled: bool
-    runs: Runs
-    duration: HistogramValue
+    runs: int  # every pass: successes, failures and interruptions
+    interrupted: int
+    failures: int  # failed passes (a pass failing at several steps counts once)
+    duration: HistogramValue  # one observation per pass: count == runs
     last_run_at_ms: int
     last_outcome: str  # never | ok | failed | interrupted
     last_success_at_ms: int
@@ -153,9 +146,19 @@ class AuthOutcome:
 
 
 @dataclass(frozen=True, slots=True)
-class RpcHandler:
+class LatencyBucket:
+    upper_bound_seconds: float
+    count: int  # cumulative
+
+
+@dataclass(frozen=True, slots=True)
+class HandlerLatency:
+    """Post-authentication handler time of one RPC (the original's own bucket encoding)."""
+
     rpc: str
-    duration: HistogramValue  # post-authentication handler time
+    buckets: tuple[LatencyBucket, ...]
+    count: int
+    sum_seconds: float
 
 
 @dataclass(frozen=True, slots=True)
@@ -163,7 +166,7 @@ class Http:
     state: str  # available | not_applicable (embedded)
     requests: tuple[RpcRequests, ...]
     authentication: tuple[AuthOutcome, ...]
-    handlers: tuple[RpcHandler, ...]
+    handler_latency: tuple[HandlerLatency, ...]
 
 
 NOT_APPLICABLE = Http("not_applicable", (), (), ())
@@ -191,9 +194,9 @@ class Observation:
     version: str
     access: str  # manage | monitor | anonymous | embedded
     collection: Collection
-    queue_count: int | None
-    subscription_count: int | None
-    queues: tuple[QueueGauges, ...] | None
+    queue_count: int  # rows of ``queues`` of kind queue (0 while they are unknown)
+    subscription_count: int
+    queues: tuple[QueueGauges, ...] | None  # None exactly when the collection failed
     runtime: Runtime
     messages: tuple[MessageEffect, ...]
     storage: Storage

@@ -56,6 +56,11 @@ ON CONFLICT(name) DO UPDATE SET
     retry_jitter = excluded.retry_jitter
 """
 
+# EnsureQueue's one conditional write: a new name is inserted, an existing one untouched.
+INSERT_QUEUE_IF_ABSENT_SQL = (
+    UPSERT_QUEUE_SQL.split("ON CONFLICT")[0] + "ON CONFLICT(name) DO NOTHING"
+)
+
 INSERT_GENERATION_SQL = "INSERT OR IGNORE INTO meta (key, value) VALUES (?, ?)"
 SELECT_GENERATION_SQL = "SELECT value FROM meta WHERE key = ?"
 DELETE_GENERATION_SQL = "DELETE FROM meta WHERE key = ?"
@@ -198,9 +203,23 @@ def upsert_queue(
     conn: sqlite3.Connection, now_ms: int, name: str, config: QueueConfig
 ) -> QueueInfo:
     """Write a normalized config; a new name gets a fresh opaque generation."""
+    return _write_queue(conn, UPSERT_QUEUE_SQL, now_ms, name, config)[0]
+
+
+def insert_queue_if_absent(
+    conn: sqlite3.Connection, now_ms: int, name: str, config: QueueConfig
+) -> tuple[QueueInfo, bool]:
+    """EnsureQueue: insert a new queue, leave an existing one exactly as it is; returns
+    the queue as stored and whether this call created it."""
+    return _write_queue(conn, INSERT_QUEUE_IF_ABSENT_SQL, now_ms, name, config)
+
+
+def _write_queue(
+    conn: sqlite3.Connection, sql: str, now_ms: int, name: str, config: QueueConfig
+) -> tuple[QueueInfo, bool]:
     c = config
-    conn.execute(
-        UPSERT_QUEUE_SQL,
+    cur = conn.execute(
+        sql,
         (
             name,
             c.kind,
@@ -221,10 +240,29 @@ def upsert_queue(
             c.retry_jitter,
         ),
     )
+    written = cur.rowcount == 1
     conn.execute(INSERT_GENERATION_SQL, (generation_key(name), secrets.token_hex(16)))
     row = conn.execute(f"SELECT {QUEUE_COLUMNS} FROM queues WHERE name = ?", (name,)).fetchone()
     gen = conn.execute(SELECT_GENERATION_SQL, (generation_key(name),)).fetchone()
-    return row_to_info(row, gen[0])
+    return row_to_info(row, gen[0]), written
+
+
+def config_differences(asked: QueueConfig, existing: QueueConfig) -> tuple[str, ...]:
+    """The config fields (normalized) in which an existing queue differs from ``asked``."""
+    return tuple(f for f in CONFIG_FIELDS if getattr(asked, f) != getattr(existing, f))
+
+
+CONFIG_FIELDS = (
+    "lock_duration_ms",
+    "max_delivery_count",
+    "default_ttl_ms",
+    "dead_letter_on_expire",
+    "dedup_window_ms",
+    "ordering_mode",
+    "dlq_max_age_ms",
+    "dlq_max_count",
+    "dlq_max_bytes",
+)
 
 
 def delete_queue(conn: sqlite3.Connection, name: str, generation: str | None) -> None:

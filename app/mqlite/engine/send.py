@@ -85,7 +85,8 @@ def validate_messages(messages: object, max_message_bytes: int) -> list[OutMessa
             raise errors.InvalidArgument(f"messages[{i}].body must be bytes")
         if len(body) > max_message_bytes:
             raise errors.MessageTooLarge(
-                f"messages[{i}].body is {len(body)} bytes, over the {max_message_bytes}-byte cap"
+                f"messages[{i}].body is {len(body)} bytes, over the {max_message_bytes}-byte cap "
+                "(MQLITE_MAX_MESSAGE_BYTES on a broker, max_message_bytes embedded)"
             )
         if not (
             type(m.message_id) is str

@@ -46,6 +46,7 @@ class TopicOps(EngineCore):
             topics.unsubscribe(conn, topic, name)
             self.catalog.drop_route(topic, name)
             self._wake_all_after_commit({name})
+            self.effects.forget_after_commit(self.store, name)  # the backing queue's
 
     @serialized
     def list_subscriptions(self) -> list[Subscription]:

@@ -19,6 +19,7 @@ from collections.abc import Iterable, Sequence
 from typing import TYPE_CHECKING, Any
 
 from mqlite import errors
+from mqlite.engine import diagnostics
 from mqlite.types import BatchResult, Message, OutMessage
 
 if TYPE_CHECKING:
@@ -37,10 +38,18 @@ class EngineTx:
 
     def execute(self, sql: str, params: Sequence[Any] | dict[str, Any] = ()) -> sqlite3.Cursor:
         """Run your own statement on the same connection and transaction."""
-        return self._conn.execute(sql, params)
+        try:
+            return self._conn.execute(sql, params)
+        except sqlite3.Error as exc:
+            diagnostics.mark_application(exc)  # logged as yours, not a storage failure
+            raise
 
     def executemany(self, sql: str, rows: Iterable[Sequence[Any]]) -> sqlite3.Cursor:
-        return self._conn.executemany(sql, rows)
+        try:
+            return self._conn.executemany(sql, rows)
+        except sqlite3.Error as exc:
+            diagnostics.mark_application(exc)
+            raise
 
     # -- the outbox ---------------------------------------------------------------------------
 

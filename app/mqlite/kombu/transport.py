@@ -101,6 +101,13 @@ class Transport(virtual.Transport):
         *virtual.Transport.channel_errors,
         errors.MQLiteError,
     )
+    # What reconnecting can cure. Without these kombu counts every channel error as
+    # recoverable too, and ``Connection._reraise_as_library_errors`` (Celery's send_task)
+    # turned a configuration mistake (a priority, an unknown queue argument) into
+    # kombu's ``OperationalError``, the connection-failure class, retried as an outage.
+    # A refusal now reaches the caller as mqlite's own ``InvalidArgument``.
+    recoverable_connection_errors = connection_errors
+    recoverable_channel_errors = ()
 
     def __init__(self, client: Any, **kwargs: Any) -> None:
         super().__init__(client, **kwargs)

@@ -54,7 +54,10 @@ def overview(response: Any) -> dict[str, Any]:
         "version": obs.get("version", ""),
         "backend": obs.get("backend", ""),
         "storage": {
-            "db_size_bytes": runtime.get("db_size_bytes"),
+            # The original's 0 beside db_size_available false is unknown, not empty.
+            "db_size_bytes": (
+                runtime.get("db_size_bytes") if runtime.get("db_size_available", True) else None
+            ),
             "failed_operations": _failed_operations(obs.get("storage") or {}),
         },
         "failing_maintenance": failing,

@@ -349,6 +349,8 @@ NOT_TOOLS: Mapping[str, str] = MappingProxyType(
         "one message per call (complete)",
         wire.RENEW.name: "answers only ok: the renew tool sends a one-item RenewBatch, "
         "which reports the committed deadline (the SDK's renew does the same)",
+        wire.ENSURE_QUEUE.name: "the SDK's start-up verb; an agent creating a queue calls "
+        "create_queue, having read list_queues first (a small tool set is easier to use)",
         wire.STATUS.name: "a subset of what observe reports (version, backend, footprint, "
         "counts); one health view keeps an agent from guessing which to call",
     }

@@ -16,6 +16,7 @@ from mqlite.types import (
     Message,
     OutMessage,
     QueueConfig,
+    QueueEnsured,
     QueueInfo,
     Stats,
     Subscription,
@@ -30,6 +31,17 @@ class AsyncMethods(AsyncDriver):
 
         Remotely, CreateQueue answers ``{}``, so one ListQueues follows for the generation."""
         return await self._run(calls.create_queue(name, config))
+
+    async def ensure_queue(
+        self, name: str, config: QueueConfig | None = None, strict: bool = False
+    ) -> QueueEnsured:
+        """Create a queue unless it exists; an existing queue is left exactly as it is.
+
+        The start-up verb ("make sure it exists"): unlike ``create_queue`` it never resets a
+        queue another process configured. The result says whether this call created it and,
+        if not, which config fields differ from ``config``; ``strict=True`` raises
+        ``QueueConfigDiffers`` instead. One conditional write on the broker: no race."""
+        return await self._run(calls.ensure_queue(name, config, strict))
 
     async def list_queues(self) -> list[QueueInfo]:
         """Every queue with its config and generation, by name."""

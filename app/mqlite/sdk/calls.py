@@ -35,6 +35,7 @@ from mqlite.types import (
     Message,
     OutMessage,
     QueueConfig,
+    QueueEnsured,
     QueueInfo,
     ReceiveMode,
     Stats,
@@ -80,6 +81,25 @@ def create_queue(name: str, config: QueueConfig | None = None) -> Steps[QueueInf
     wired = UNSET if config is None else wire.QueueConfigJSON.of(config)
     yield from rpc(wire.CREATE_QUEUE, wire.CreateQueueRequest(name, wired))
     return find_queue((yield from list_queues()), name)
+
+
+@verb(wire.ENSURE_QUEUE, SAFE)
+def ensure_queue(
+    name: str, config: QueueConfig | None = None, strict: bool = False
+) -> Steps[QueueEnsured]:
+    """Create a queue unless it exists; an existing queue is left exactly as it is.
+
+    The start-up verb ("make sure it exists"): unlike ``create_queue`` it never resets a
+    queue another process configured. The result says whether this call created it and,
+    if not, which config fields differ from ``config``; ``strict=True`` raises
+    ``QueueConfigDiffers`` instead. One conditional write on the broker: no race."""
+    if config is not None and not isinstance(config, QueueConfig):
+        raise errors.InvalidArgument("config must be a QueueConfig")
+    if not isinstance(strict, bool):
+        raise errors.InvalidArgument("strict must be a boolean")
+    wired = UNSET if config is None else wire.QueueConfigJSON.of(config)
+    r = yield from rpc(wire.ENSURE_QUEUE, wire.EnsureQueueRequest(name, wired, strict))
+    return r.value()
 
 
 @verb(wire.LIST_QUEUES, SAFE)

@@ -14,6 +14,7 @@ from mqlite.types import (
     Message,
     OutMessage,
     QueueConfig,
+    QueueEnsured,
     QueueInfo,
     Stats,
     Subscription,
@@ -24,6 +25,10 @@ class EngineVerbs(Protocol):
     """The engine methods the embedded facade forwards to, one per verb."""
 
     def create_queue(self, name: str, config: QueueConfig | None = None) -> QueueInfo: ...
+
+    def ensure_queue(
+        self, name: str, config: QueueConfig | None = None, strict: bool = False
+    ) -> QueueEnsured: ...
 
     def list_queues(self) -> list[QueueInfo]: ...
 
@@ -125,6 +130,17 @@ class EmbeddedMethods:
 
         Remotely, CreateQueue answers ``{}``, so one ListQueues follows for the generation."""
         return self._engine.create_queue(name, config)
+
+    def ensure_queue(
+        self, name: str, config: QueueConfig | None = None, strict: bool = False
+    ) -> QueueEnsured:
+        """Create a queue unless it exists; an existing queue is left exactly as it is.
+
+        The start-up verb ("make sure it exists"): unlike ``create_queue`` it never resets a
+        queue another process configured. The result says whether this call created it and,
+        if not, which config fields differ from ``config``; ``strict=True`` raises
+        ``QueueConfigDiffers`` instead. One conditional write on the broker: no race."""
+        return self._engine.ensure_queue(name, config, strict)
 
     def list_queues(self) -> list[QueueInfo]:
         """Every queue with its config and generation, by name."""

@@ -27,6 +27,7 @@ from mqlite.types import (
     Message,
     OutMessage,
     QueueConfig,
+    QueueEnsured,
     QueueInfo,
     Stats,
     Subscription,
@@ -41,6 +42,16 @@ class Client(Protocol):
         """Create or reconfigure a queue; returns it with its generation.
 
         Remotely, CreateQueue answers ``{}``, so one ListQueues follows for the generation."""
+
+    def ensure_queue(
+        self, name: str, config: QueueConfig | None = None, strict: bool = False
+    ) -> QueueEnsured:
+        """Create a queue unless it exists; an existing queue is left exactly as it is.
+
+        The start-up verb ("make sure it exists"): unlike ``create_queue`` it never resets a
+        queue another process configured. The result says whether this call created it and,
+        if not, which config fields differ from ``config``; ``strict=True`` raises
+        ``QueueConfigDiffers`` instead. One conditional write on the broker: no race."""
 
     def list_queues(self) -> list[QueueInfo]:
         """Every queue with its config and generation, by name."""

@@ -15,7 +15,7 @@ import json
 import logging
 import os
 import signal
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Callable
 from typing import Any
 
 from starlette.applications import Starlette
@@ -27,6 +27,7 @@ from starlette.types import Receive, Scope, Send
 from mqlite import errors, wire
 from mqlite.config import Settings
 from mqlite.engine import DiskLimits, DLQBounds, Engine
+from mqlite.engine.observation import Observation
 from mqlite.scheduling import MaintenanceScheduler
 from mqlite.server import auth, metrics
 from mqlite.server.cors import CORSMiddleware
@@ -35,6 +36,7 @@ from mqlite.server.http_metrics import HttpMeasurements
 from mqlite.server.intake import Intake
 from mqlite.server.logging import AccessLogMiddleware, configure
 from mqlite.server.logging import stop as stop_logging
+from mqlite.server.observations import Observations
 from mqlite.server.replication import ReplicationProbe
 from mqlite.server.rpc import RpcDispatcher
 from mqlite.server.runtime import Runtime
@@ -56,6 +58,16 @@ def error_response(exc: errors.MQLiteError) -> Response:
     return Response(wire.error_body(exc), status_code=exc.http_status, media_type=JSON)
 
 
+def accepts_gzip(accept_encoding: str) -> bool:
+    """``gzip`` is listed without ``q=0`` (Prometheus sends ``gzip``)."""
+    for item in accept_encoding.split(","):
+        coding, _, params = item.strip().partition(";")
+        if coding.strip().lower() == "gzip":
+            q = params.strip().lower().removeprefix("q=").strip()
+            return not params or q not in ("0", "0.0", "0.00", "0.000")
+    return False
+
+
 class BrokerApp:
     """The ASGI callable gunicorn's worker serves; ``begin_drain`` starts a shutdown."""
 
@@ -64,6 +76,7 @@ class BrokerApp:
         self._clock = clock
         self.runtime: Runtime | None = None
         self.http_metrics = HttpMeasurements(r.name for r in wire.ROUTES)
+        self.observations = Observations(self._collect)
         self.replication: ReplicationProbe | None = None
         self.intake = Intake()
         # Each credential's share of the connection cap (the worker sets the effective cap).
@@ -160,18 +173,21 @@ class BrokerApp:
         runtime = self.runtime
         return "invalid" if runtime is None else runtime.engine.key_refusal(token)
 
-    async def observation(self, access: str) -> Any:
+    async def _collect(self, on_sample: Callable[[], None]) -> Observation:
         """The engine's observation (collected off the event loop; the pool is sampled
-        before it takes the writer) with this server's HTTP measurements and the
-        caller's access."""
+        before it takes the writer) with this server's HTTP measurements. One per round
+        of ``self.observations``: concurrent callers share it."""
         assert self.runtime is not None
-        observed = await asyncio.to_thread(self.runtime.engine.observe)
+        observed = await asyncio.to_thread(self.runtime.engine.observe, on_sample)
         extra: dict[str, Any] = {}
         if self.replication is not None:  # Litestream's socket: off the event loop too
             extra["replication"] = await asyncio.to_thread(self.replication.snapshot)
-        return dataclasses.replace(
-            observed, access=access, http=self.http_metrics.snapshot(), **extra
-        )
+        return dataclasses.replace(observed, http=self.http_metrics.snapshot(), **extra)
+
+    async def observation(self, access: str) -> Observation:
+        """A fresh observation (sampled after this call began), with the caller's access."""
+        shared = await self.observations.round()
+        return dataclasses.replace(shared.future.result(), access=access)
 
     # -- open endpoints -------------------------------------------------------------------
 
@@ -215,8 +231,13 @@ class BrokerApp:
         try:
             principal = await meter.authenticate(self.authenticator, request.scope["headers"])
             meter.authorize(principal, "monitor", auth_enabled=self.settings.auth)
-            observed = await self.observation(principal.access)
-            body = await asyncio.to_thread(metrics.render, observed)
+            shared = await self.observations.recent()
+            if accepts_gzip(request.headers.get("accept-encoding", "")):
+                body = await shared.exposition_gzip()
+                headers = {"content-type": metrics.CONTENT_TYPE, "content-encoding": "gzip"}
+            else:
+                body = await shared.exposition()
+                headers = {"content-type": metrics.CONTENT_TYPE}
         except errors.MQLiteError as exc:
             return error_response(exc)  # the envelope, like every other error
-        return Response(body, headers={"content-type": metrics.CONTENT_TYPE})
+        return Response(body, headers={**headers, "vary": "Accept-Encoding"})

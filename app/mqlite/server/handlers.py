@@ -13,6 +13,7 @@ from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
 from typing import Any
 
+import msgspec
 from starlette.types import Receive
 
 from mqlite import errors
@@ -210,6 +211,13 @@ async def create_queue(ctx: Context, req: w.CreateQueueRequest) -> Any:
     return w.EmptyResponse()
 
 
+@rpc("AdminService/EnsureQueue")
+async def ensure_queue(ctx: Context, req: w.EnsureQueueRequest) -> Any:
+    ctx.log["queue"] = req.name
+    found = await ctx.call(ctx.engine.ensure_queue, req.name, req.queue_config, req.strict)
+    return w.EnsureQueueResponse.of(found)
+
+
 @rpc("AdminService/DeleteQueue")
 async def delete_queue(ctx: Context, req: w.DeleteQueueRequest) -> Any:
     ctx.log["queue"] = req.name
@@ -325,7 +333,11 @@ async def status(ctx: Context, _: w.EmptyRequest) -> Any:
 
 @rpc("AdminService/Observe")
 async def observe(ctx: Context, _: w.EmptyRequest) -> Any:
-    return w.ObserveResponse.of(await ctx.broker.observation(ctx.access))
+    # One conversion per round of concurrent callers (server/observations.py), in a
+    # thread: a zero-filled observation of many queues is too big to convert on the loop.
+    shared = await ctx.broker.observations.round()
+    response = await shared.converted(w.ObserveResponse.of)
+    return msgspec.structs.replace(response, access=ctx.access)
 
 
 # -- AuthService --------------------------------------------------------------------------

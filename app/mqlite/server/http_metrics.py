@@ -14,8 +14,7 @@ from collections.abc import Iterable, Sequence
 
 from mqlite import errors
 from mqlite.engine import observation as o
-from mqlite.engine.measure import Histogram
-from mqlite.engine.observe import histogram
+from mqlite.engine.measure import BUCKETS, Histogram
 from mqlite.server import auth
 
 # "ok" for success, else the error envelope's code (ops/metric-contract.json, rpc code).
@@ -97,8 +96,14 @@ class HttpMeasurements:
                 for (rpc, code), n in self.requests.items()
             ),
             tuple(o.AuthOutcome(k, n) for k, n in self.authentication.items()),
-            tuple(o.RpcHandler(rpc, histogram(h)) for rpc, h in self.handlers.items()),
+            tuple(_latency(rpc, h) for rpc, h in self.handlers.items()),
         )
+
+
+def _latency(rpc: str, h: Histogram) -> o.HandlerLatency:
+    """One RPC's handler histogram in the original's ``handler_latency`` encoding."""
+    buckets = (o.LatencyBucket(le, n) for le, n in zip(BUCKETS, h.cumulative(), strict=True))
+    return o.HandlerLatency(rpc, tuple(buckets), h.count, round(h.sum, 9))
 
 
 class RouteMeter:

@@ -1,7 +1,8 @@
 """``/metrics``: the observation rendered by prometheus-client (observability, "Metric
 contract"; every family of ops/metric-contract.json, and the compatibility aliases); the
-per-queue gauge families, which grow with the inventory, through a faster path that writes
-the library's exact bytes (``queue_gauges_text``).
+per-queue families, which grow with the inventory, through a faster path that writes the
+library's exact bytes (``metrics_queues.py``). Histogram bounds are the original's
+(0.001 … 10, 20 s), written as its Go client writes them.
 
 A custom collector over ONE ``Observation`` per scrape: no prometheus counter of our own
 exists, so what Observe answers and what Prometheus scrapes cannot drift. A failed
@@ -11,8 +12,7 @@ never zero); a failed read probe omits its latency; an unmeasurable footprint it
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterator
-from typing import cast
+from collections.abc import Iterator
 
 from prometheus_client import CollectorRegistry, generate_latest
 from prometheus_client.core import (
@@ -22,16 +22,27 @@ from prometheus_client.core import (
     Metric,
 )
 from prometheus_client.registry import Collector
-from prometheus_client.utils import floatToGoString
 
 from mqlite.engine import observation as o
+from mqlite.server.metrics_queues import message_events_text, queue_gauges_text
 
-STATES = ("active", "locked", "deferred", "scheduled", "dead_lettered")
 CONTENT_TYPE = "text/plain; version=0.0.4; charset=utf-8"
 
 
+def le_text(bound: float) -> str:
+    """A bucket bound as the original (Go's client) writes it: ``1``, ``20``, ``0.001``,
+    so one fleet's ``sum by (le)`` does not split on ``1`` versus ``1.0``."""
+    return repr(float(bound)).removesuffix(".0")
+
+
 def _buckets(h: o.HistogramValue) -> list[tuple[str, float]]:
-    return [*((repr(float(b.le)), float(b.count)) for b in h.buckets), ("+Inf", float(h.count))]
+    pairs = zip(h.bounds_seconds, h.bucket_counts, strict=True)
+    return [*((le_text(b), float(n)) for b, n in pairs), ("+Inf", float(h.count))]
+
+
+def _latency(h: o.HandlerLatency) -> list[tuple[str, float]]:
+    finite = ((le_text(b.upper_bound_seconds), float(b.count)) for b in h.buckets)
+    return [*finite, ("+Inf", float(h.count))]
 
 
 def _histogram(name: str, doc: str, labels: list[str]) -> HistogramMetricFamily:
@@ -46,10 +57,9 @@ class _ObservationCollector(Collector):
         yield from self._health()
         if self.o.queues is not None:
             ents = GaugeMetricFamily("mqlite_entities", "Entities by kind.", labels=["kind"])
-            ents.add_metric(["queue"], self.o.queue_count or 0)
-            ents.add_metric(["subscription"], self.o.subscription_count or 0)
+            ents.add_metric(["queue"], self.o.queue_count)
+            ents.add_metric(["subscription"], self.o.subscription_count)
             yield ents
-        yield from self._messages()
         yield from self._http()
         yield from self._storage()
         yield from self._maintenance()
@@ -116,34 +126,19 @@ class _ObservationCollector(Collector):
         yield GaugeMetricFamily(
             "mqlite_storage_read_available", "Storage read probe succeeded.", rt.read_available
         )
-        if rt.read_latency_seconds is not None:
+        if rt.read_available:  # a failed probe has no latency: absent, not its 0
             yield GaugeMetricFamily(
-                "mqlite_storage_ping_seconds", "Read probe round trip.", rt.read_latency_seconds
+                "mqlite_storage_ping_seconds", "Read probe round trip.", rt.ping_seconds
             )
         yield GaugeMetricFamily(
             "mqlite_storage_size_available",
             "Local footprint can be reported.",
             value=rt.db_size_available,
         )
-        if rt.db_size_bytes is not None:
+        if rt.db_size_available:
             yield GaugeMetricFamily(
                 "mqlite_storage_size_bytes", "Database + WAL + SHM bytes.", rt.db_size_bytes
             )
-
-    def _messages(self) -> Iterator[Metric]:
-        events = CounterMetricFamily(
-            "mqlite_message_events", "Committed message effects.", labels=["queue", "event"]
-        )
-        completed = CounterMetricFamily(
-            "mqlite_messages_completed",
-            'Deprecated: mqlite_message_events_total{event="completed"}.',
-            labels=["queue"],
-        )
-        for m in self.o.messages:
-            events.add_metric([m.queue, m.event], m.count)
-            if m.event == "completed":
-                completed.add_metric([m.queue], m.count)
-        yield from (events, completed)
 
     def _http(self) -> Iterator[Metric]:
         http = self.o.http
@@ -163,8 +158,8 @@ class _ObservationCollector(Collector):
         handlers = _histogram(
             "mqlite_rpc_duration_seconds", "Post-authentication handler latency.", ["rpc"]
         )
-        for h in http.handlers:
-            handlers.add_metric([h.rpc], _buckets(h.duration), h.duration.sum)
+        for h in http.handler_latency:
+            handlers.add_metric([h.rpc], _latency(h), h.sum_seconds)
         auth = CounterMetricFamily(
             "mqlite_authentication", "Final authentication outcomes.", labels=["outcome"]
         )
@@ -184,7 +179,7 @@ class _ObservationCollector(Collector):
         for s in self.o.storage.operations:
             key = [s.operation, s.outcome, s.error_code]
             ops.add_metric(key, s.count)
-            durations.add_metric(key, _buckets(s.duration), s.duration.sum)
+            durations.add_metric(key, _buckets(s.duration), s.duration.sum_seconds)
             retries.add_metric(key, s.retries)
         pool = self.o.storage.pool
         conns = GaugeMetricFamily(
@@ -194,7 +189,7 @@ class _ObservationCollector(Collector):
             conns.add_metric([state], getattr(pool, state))
         yield from (ops, durations, retries, conns)
         yield CounterMetricFamily(
-            "mqlite_storage_pool_waits", "Connection-pool waits.", value=pool.waits
+            "mqlite_storage_pool_waits", "Connection-pool waits.", value=pool.wait_count
         )
         yield CounterMetricFamily(
             "mqlite_storage_pool_wait_duration_seconds",
@@ -217,76 +212,21 @@ class _ObservationCollector(Collector):
         )
         for t in self.o.maintenance:
             enabled.add_metric([t.task], int(t.enabled))
-            for outcome in ("success", "error", "interrupted"):
-                runs.add_metric([t.task, outcome], getattr(t.runs, outcome))
-            durations.add_metric([t.task], _buckets(t.duration), t.duration.sum)
+            success = t.runs - t.failures - t.interrupted
+            for outcome, n in (("success", success), ("error", t.failures)):
+                runs.add_metric([t.task, outcome], n)
+            runs.add_metric([t.task, "interrupted"], t.interrupted)
+            durations.add_metric([t.task], _buckets(t.duration), t.duration.sum_seconds)
             last.add_metric([t.task], t.last_success_at_ms / 1000)
         yield from (enabled, runs, durations, last)
-
-
-# The per-queue gauge families: (name, help, the value of a QueueGauges). Ten series per
-# queue -- 10,000 of a scrape's ~11,800 at 1,000 queues -- so they are written by
-# ``queue_gauges_text`` below rather than through generate_latest, whose per-sample label
-# validation and escaping cost about 8 us a series (observe_bench: a 1,000-queue render
-# took 100-220 ms of CPU per scrape under the GIL the event loop needs). The bytes are
-# pinned equal to prometheus-client's own rendering of the same families
-# (tests/ops/test_exposition.py), so this is a faster path, not a second format.
-QUEUE_FAMILIES: tuple[tuple[str, str, Callable[[o.QueueGauges], float]], ...] = (
-    ("mqlite_queue_retained_messages", "All retained rows.", lambda q: q.retained),
-    (
-        "mqlite_queue_unexpected_messages",
-        "Rows outside the normal states.",
-        lambda q: q.unexpected,
-    ),
-    (
-        "mqlite_queue_oldest_message_age_seconds",
-        "Enqueue age of the oldest active or locked row, 0 if none.",
-        lambda q: q.oldest_age_seconds,
-    ),
-    (
-        "mqlite_queue_total",
-        "Deprecated: mqlite_queue_retained_messages.",
-        lambda q: q.retained,
-    ),
-    (
-        "mqlite_queue_oldest_message_age_ms",
-        "Deprecated: mqlite_queue_oldest_message_age_seconds x 1000.",
-        lambda q: q.oldest_age_seconds * 1000,
-    ),
-)
-# The library's own float text (Go's: 1e+06, +Inf), so the bytes match generate_latest.
-_number = cast(Callable[[float], str], floatToGoString)
-BY_STATE = ("mqlite_queue_messages", "Retained messages by state.")
-
-
-def _label_value(value: str) -> str:
-    """A label value escaped as text format 0.0.4 requires (backslash, quote, newline)."""
-    return value.replace("\\", r"\\").replace("\n", r"\n").replace('"', r"\"")
-
-
-def queue_gauges_text(queues: tuple[o.QueueGauges, ...]) -> str:
-    """The per-queue gauge families in text format 0.0.4, each label value escaped once."""
-    labels = [f'queue="{_label_value(q.queue)}"' for q in queues]
-    name, doc = BY_STATE
-    out = [f"# HELP {name} {doc}\n# TYPE {name} gauge\n"]
-    for q, label in zip(queues, labels, strict=True):
-        for state in STATES:
-            value = _number(getattr(q, state))
-            out.append(f'{name}{{{label},state="{state}"}} {value}\n')
-    for name, doc, value_of in QUEUE_FAMILIES:
-        out.append(f"# HELP {name} {doc}\n# TYPE {name} gauge\n")
-        out.extend(
-            f"{name}{{{label}}} {_number(value_of(q))}\n"
-            for q, label in zip(queues, labels, strict=True)
-        )
-    return "".join(out)
 
 
 def render(observation: o.Observation) -> bytes:
     """The exposition text of one observation (CPU only: run it off the event loop)."""
     registry = CollectorRegistry(auto_describe=False)
     registry.register(_ObservationCollector(observation))
-    text = generate_latest(registry)
-    if observation.queues is None:
-        return text
-    return text + queue_gauges_text(observation.queues).encode()
+    text = generate_latest(registry).decode()
+    text += message_events_text(observation.messages)
+    if observation.queues is not None:
+        text += queue_gauges_text(observation.queues)
+    return text.encode()

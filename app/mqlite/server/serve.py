@@ -152,6 +152,20 @@ def banner(settings: Settings) -> None:
         jsonlog.write_line(
             sys.stdout, f"auth: {count} configured administrator token(s)", auth="configured"
         )
+    if settings.ui:
+        url = console_url(addr)
+        jsonlog.write_line(
+            sys.stdout, f"admin console at {url} (sign in with an administrator token)", ui=url
+        )
+
+
+def console_url(addr: str) -> str:
+    """Where a browser on this host reaches the console: a wildcard bind is reached on
+    loopback."""
+    host, _, port = addr.rpartition(":")
+    if host in ("0.0.0.0", "[::]", ""):
+        host = "127.0.0.1"
+    return f"http://{host}:{port}/ui/"
 
 
 def _safe_db(dsn: str) -> str:

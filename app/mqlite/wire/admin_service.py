@@ -43,6 +43,49 @@ CREATE_QUEUE = Route(
 )
 
 
+# -- EnsureQueue --------------------------------------------------------------------------
+
+
+class EnsureQueueRequest(Request):
+    """Create a queue if the name is free; never change an existing one."""
+
+    name: Annotated[str, Doc("the queue name")]
+    config: Annotated[QueueConfigJSON | UnsetType, Doc("absent = every default")] = UNSET
+    strict: Annotated[
+        bool, Doc("true = refuse (409 queue_config_differs) when the existing config differs")
+    ] = False
+
+    @property
+    def queue_config(self) -> t.QueueConfig | None:
+        return None if isinstance(self.config, UnsetType) else self.config.value()
+
+
+class EnsureQueueResponse(Snapshot):
+    """The queue as it now is, whether this call created it, and the config fields in
+    which an existing queue differs from the config asked for (it was left as it is)."""
+
+    created: bool
+    queue: QueueInfoJSON
+    differs: tuple[str, ...] = ()
+
+    @classmethod
+    def of(cls, r: t.QueueEnsured) -> EnsureQueueResponse:
+        return cls(r.created, QueueInfoJSON.of(r.queue), tuple(r.differs))
+
+    def value(self) -> t.QueueEnsured:
+        return t.QueueEnsured(self.queue.value(), self.created, tuple(self.differs))
+
+
+ENSURE_QUEUE = Route(
+    _A,
+    "EnsureQueue",
+    _M,
+    EnsureQueueRequest,
+    EnsureQueueResponse,
+    "Create a queue unless it exists (an existing one is left as it is)",
+)
+
+
 class DeleteQueueRequest(Request):
     """Delete an empty plain queue, fenced on its generation."""
 
@@ -270,6 +313,7 @@ STATUS = Route(_A, "Status", _M, EmptyRequest, StatusResponse, "Desensitized run
 
 ROUTES: tuple[Route[Any, Any], ...] = (
     CREATE_QUEUE,
+    ENSURE_QUEUE,
     DELETE_QUEUE,
     SUBSCRIBE,
     UNSUBSCRIBE,
@@ -284,6 +328,7 @@ ROUTES: tuple[Route[Any, Any], ...] = (
 __all__ = [
     "CREATE_QUEUE",
     "DELETE_QUEUE",
+    "ENSURE_QUEUE",
     "LIST_QUEUES",
     "LIST_SUBSCRIPTIONS",
     "PURGE",
@@ -297,6 +342,8 @@ __all__ = [
     "DeleteQueueResponse",
     "EmptyRequest",
     "EmptyResponse",
+    "EnsureQueueRequest",
+    "EnsureQueueResponse",
     "ListQueuesResponse",
     "ListSubscriptionsResponse",
     "PurgeRequest",

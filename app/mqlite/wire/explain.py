@@ -17,6 +17,7 @@ it unwinds, so the happy path never formats a path.
 from __future__ import annotations
 
 import binascii
+import difflib
 import json
 import typing
 from functools import cache
@@ -53,10 +54,11 @@ class Bad(Exception):
     ``<detail> in <object path>`` (unknown, duplicate and missing fields).
     """
 
-    def __init__(self, detail: str, *, where: bool = False) -> None:
+    def __init__(self, detail: str, *, where: bool = False, hint: str = "") -> None:
         super().__init__(detail)
         self.detail = detail
         self.where = where
+        self.hint = hint  # rendered last: ' (did you mean "x"?)'
         self.segments: list[str | int] = []
 
     def render(self, top: str, body: str = "request body") -> str:
@@ -65,8 +67,23 @@ class Bad(Exception):
         for seg in reversed(self.segments):
             path += f"[{seg}]" if isinstance(seg, int) else (f".{seg}" if path else seg)
         if self.where:
-            return f"{self.detail} in {path or top}"
+            return f"{self.detail} in {path or top}{self.hint}"
         return f"{path or body}: {self.detail}"
+
+
+def nearest(name: str, fields: dict[str, mi.Field]) -> str:
+    """`` (did you mean "x"?)`` for the closest known field name, "" when none is close
+    (an SDK argument name sent as a wire field: ``wait_ms`` for ``wait_time_ms``, or a
+    nested object's field sent flat: ``expr`` for ``"filter": {"expr": …}``)."""
+    if len(name) > 64:
+        return ""
+    for key, f in fields.items():
+        for inner in _unwrap(f.type), *getattr(_unwrap(f.type), "types", ()):
+            if isinstance(inner, mi.StructType) and name in _fields(inner.cls)[0]:
+                return f' (did you mean "{key}": {{"{name}": …}}?)'
+    lowered = {k.lower(): k for k in fields}
+    match = difflib.get_close_matches(name.lower(), list(lowered), n=1, cutoff=0.6)
+    return f' (did you mean "{lowered[match[0]]}"?)' if match else ""
 
 
 def want(kind: str, value: object) -> Bad:
@@ -181,7 +198,7 @@ def _struct(cls: type[msgspec.Struct], v: Any, lenient: bool) -> dict[str, Any]:
         f = fields.get(k)
         if f is None:
             if forbid:
-                raise Bad(f'unknown field "{clip(k)}"', where=True)
+                raise Bad(f'unknown field "{clip(k)}"', where=True, hint=nearest(k, fields))
             continue
         if x is None and (lenient or not f.required):
             continue  # null = absent (proto3 JSON): the default; a required field says "want"

@@ -1,11 +1,16 @@
 """AdminService/Observe: the canonical observation as JSON (api-reference "Observe").
 
-The Structs mirror ``mqlite.engine.observation`` field for field (the engine may not
-import the wire, nor the wire the engine; ``tests/wire/test_wire_observe.py`` pins the two
-shapes together). Durations are seconds, timestamps epoch milliseconds. ``null`` means
-unknown, never zero: ``queues`` while the collection is unavailable, a failed probe's
-latency, an unmeasurable footprint. ``ObserveResponse.check`` refuses an observation
-whose availability or histograms are inconsistent (the SDK applies it to every answer).
+The shape is the original's (``spec/observe-wire.md``): its v0.3.2+ SDK, CLI and MCP
+decoders refuse an answer missing any of its fields, so every one is here, zeros included;
+ours (maintenance diagnostics, storage ``count``/``last_error``, ``replication``) are
+additive fields, which those decoders accept. The Structs mirror
+``mqlite.engine.observation`` field for field (the engine may not import the wire, nor the
+wire the engine; ``tests/wire/test_wire_observe.py`` pins the two shapes together).
+Durations are seconds, timestamps epoch milliseconds. ``queues`` is ``null`` exactly while
+the collection is unavailable; a failed probe or an unmeasurable footprint is a 0 beside
+``read_available`` / ``db_size_available`` false. ``ObserveResponse.check`` refuses an
+observation that breaks the contract's consistency rules (the SDK applies it to every
+answer); ``tests/wire/original_observe_decoder.py`` ports the original's decoder.
 """
 
 from __future__ import annotations
@@ -22,19 +27,13 @@ from .admin_service import EmptyRequest
 from .base import I64, Doc, Route, Snapshot
 
 
-class BucketJSON(Snapshot):
-    """One cumulative histogram bucket."""
-
-    le: Annotated[float, Doc("upper bound, seconds")] = 0.0
-    count: I64 = 0
-
-
 class HistogramJSON(Snapshot):
-    """Cumulative finite buckets; ``count`` is the +Inf bucket."""
+    """Cumulative finite buckets (bounds 0.001 … 20 s); ``count`` is the +Inf bucket."""
 
-    buckets: tuple[BucketJSON, ...] = ()
+    bounds_seconds: Annotated[tuple[float, ...], Doc("upper bounds, increasing")] = ()
+    bucket_counts: Annotated[tuple[I64, ...], Doc("cumulative, one per bound")] = ()
     count: I64 = 0
-    sum: float = 0.0
+    sum_seconds: float = 0.0
 
 
 class CollectionJSON(Snapshot):
@@ -56,19 +55,19 @@ class QueueGaugesJSON(Snapshot):
     deferred: I64 = 0
     scheduled: I64 = 0
     dead_lettered: I64 = 0
-    retained: Annotated[I64, Doc("every row, unexpected states included")] = 0
     unexpected: Annotated[I64, Doc("rows outside the five normal states")] = 0
-    oldest_age_seconds: Annotated[float, Doc("oldest active/locked row; 0 if none")] = 0.0
+    total: Annotated[I64, Doc("every row: the sum of the six counts")] = 0
+    oldest_message_age_ms: Annotated[I64, Doc("oldest active/locked row; 0 if none")] = 0
 
 
 class RuntimeJSON(Snapshot):
     """Schema version, the read probe and the local footprint (no DSN, no path)."""
 
     schema_version: str = ""
+    ping_seconds: Annotated[float, Doc("read probe round trip; 0 when it failed")] = 0.0
     read_available: bool = False
-    read_latency_seconds: Annotated[float | None, Doc("null when the probe failed")] = None
+    db_size_bytes: Annotated[I64, Doc("db + WAL + SHM; 0 unless db_size_available")] = 0
     db_size_available: bool = False
-    db_size_bytes: Annotated[I64 | None, Doc("db + WAL + SHM; null if unavailable")] = None
 
 
 class MessageEffectJSON(Snapshot):
@@ -108,7 +107,7 @@ class PoolJSON(Snapshot):
     open: I64 = 0
     in_use: I64 = 0
     idle: I64 = 0
-    waits: I64 = 0
+    wait_count: I64 = 0
     wait_duration_seconds: float = 0.0
 
 
@@ -117,14 +116,6 @@ class StorageJSON(Snapshot):
 
     operations: tuple[StorageOperationJSON, ...] = ()
     pool: PoolJSON = field(default_factory=PoolJSON)
-
-
-class RunsJSON(Snapshot):
-    """Maintenance passes by outcome."""
-
-    success: I64 = 0
-    error: I64 = 0
-    interrupted: I64 = 0
 
 
 class StepDiagnosticJSON(Snapshot):
@@ -143,7 +134,9 @@ class MaintenanceTaskJSON(Snapshot):
 
     task: str = ""
     enabled: bool = False
-    runs: RunsJSON = field(default_factory=RunsJSON)
+    runs: Annotated[I64, Doc("every pass")] = 0
+    interrupted: I64 = 0
+    failures: Annotated[I64, Doc("failed passes")] = 0
     duration: HistogramJSON = field(default_factory=HistogramJSON)
     last_run_at_ms: I64 = 0
     last_outcome: Annotated[str, Doc("never | ok | failed | interrupted")] = "never"
@@ -176,11 +169,20 @@ class AuthOutcomeJSON(Snapshot):
     count: I64 = 0
 
 
-class RpcHandlerJSON(Snapshot):
-    """Post-authentication handler latency of one RPC."""
+class LatencyBucketJSON(Snapshot):
+    """One cumulative handler-latency bucket."""
+
+    upper_bound_seconds: float = 0.0
+    count: I64 = 0
+
+
+class HandlerLatencyJSON(Snapshot):
+    """Post-authentication handler latency of one RPC (buckets cumulative)."""
 
     rpc: str = ""
-    duration: HistogramJSON = field(default_factory=HistogramJSON)
+    buckets: tuple[LatencyBucketJSON, ...] = ()
+    count: I64 = 0
+    sum_seconds: float = 0.0
 
 
 class HttpJSON(Snapshot):
@@ -189,7 +191,7 @@ class HttpJSON(Snapshot):
     state: Annotated[str, Doc("available | not_applicable")] = "not_applicable"
     requests: tuple[RpcRequestsJSON, ...] = ()
     authentication: tuple[AuthOutcomeJSON, ...] = ()
-    handlers: tuple[RpcHandlerJSON, ...] = ()
+    handler_latency: tuple[HandlerLatencyJSON, ...] = ()
 
 
 class ReplicationJSON(Snapshot):
@@ -205,13 +207,15 @@ class ObserveResponse(Snapshot):
 
     sampled_at_ms: I64 = 0
     started_at_ms: I64 = 0
-    backend: str = ""
+    backend: Annotated[str, Doc("local | memory | remote")] = ""
     version: str = ""
     access: Annotated[str, Doc("manage | monitor | anonymous | embedded")] = ""
     collection: CollectionJSON = field(default_factory=CollectionJSON)
-    queue_count: Annotated[I64 | None, Doc("null unless the collection is available")] = None
-    subscription_count: I64 | None = None
-    queues: tuple[QueueGaugesJSON, ...] | None = None
+    queue_count: Annotated[I64, Doc("rows of queues of kind queue")] = 0
+    subscription_count: Annotated[I64, Doc("rows of kind subscription")] = 0
+    queues: Annotated[
+        tuple[QueueGaugesJSON, ...] | None, Doc("null exactly while collection is unavailable")
+    ] = None
     runtime: RuntimeJSON = field(default_factory=RuntimeJSON)
     messages: tuple[MessageEffectJSON, ...] = ()
     storage: StorageJSON = field(default_factory=StorageJSON)
@@ -229,28 +233,39 @@ class ObserveResponse(Snapshot):
     def check(self) -> ObserveResponse:
         """``self`` if consistent, else ``Internal`` naming what is wrong."""
         available = self.collection.state == "available"
-        if available != (self.queues is not None) or (available != (self.queue_count is not None)):
+        if available != (self.queues is not None):
             raise errors.Internal("malformed Observe response: queues contradict collection")
-        if self.runtime.read_available != (self.runtime.read_latency_seconds is not None):
-            raise errors.Internal("malformed Observe response: read probe availability")
-        if self.runtime.db_size_available != (self.runtime.db_size_bytes is not None):
-            raise errors.Internal("malformed Observe response: footprint availability")
+        kinds = [q.kind for q in self.queues or ()]
+        if (self.queue_count, self.subscription_count) != (
+            kinds.count("queue"),
+            kinds.count("subscription"),
+        ):
+            raise errors.Internal("malformed Observe response: counts contradict queues")
+        for q in self.queues or ():
+            parts = (q.active, q.locked, q.deferred, q.scheduled, q.dead_lettered, q.unexpected)
+            if q.total != sum(parts):
+                raise errors.Internal(f"malformed Observe response: total of {q.queue!r}")
         rep = self.replication
         if (rep.state == "available") != (rep.lag_seconds is not None):
             raise errors.Internal("malformed Observe response: replication availability")
         hists = [op.duration for op in self.storage.operations]
         hists += [task.duration for task in self.maintenance]
-        hists += [h.duration for h in self.http.handlers]
         for h in hists:
-            counts = [b.count for b in h.buckets]
-            bounds = [b.le for b in h.buckets]
-            if (
-                counts != sorted(counts)
-                or bounds != sorted(set(bounds))
-                or (counts and counts[-1] > h.count)
-            ):
-                raise errors.Internal("malformed Observe response: histogram buckets")
+            _check_buckets(h.bounds_seconds, h.bucket_counts, h.count)
+        for hl in self.http.handler_latency:
+            bounds = tuple(b.upper_bound_seconds for b in hl.buckets)
+            _check_buckets(bounds, tuple(b.count for b in hl.buckets), hl.count)
         return self
+
+
+def _check_buckets(bounds: tuple[float, ...], counts: tuple[int, ...], count: int) -> None:
+    if (
+        len(bounds) != len(counts)
+        or list(bounds) != sorted(set(bounds))
+        or list(counts) != sorted(counts)
+        or (counts and counts[-1] > count)
+    ):
+        raise errors.Internal("malformed Observe response: histogram buckets")
 
 
 OBSERVE = Route(

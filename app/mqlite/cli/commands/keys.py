@@ -29,7 +29,7 @@ def register(sub: Any, common: argparse.ArgumentParser) -> None:
     p.add_argument("--after-id", default="")
     p.add_argument("--limit", type=a.non_negative, default=100, help="1..1000 (100)")
     p.add_argument("--sort", choices=("id_asc", "created_desc"), default="id_asc")
-    p.set_defaults(handler=list_keys)
+    p.set_defaults(handler=list_keys, read_only=True)
 
     p = verbs.add_parser("revoke", parents=[common], help="revoke a key (idempotent)")
     p.add_argument("--id", required=True)

@@ -21,9 +21,26 @@ def _message_flags(p: argparse.ArgumentParser) -> None:
     p.add_argument("--group", default="", help="group id (ordering / session key)")
     p.add_argument("--subject", default="", help="subject (label)")
     p.add_argument("--reply-to", default="", help="reply-to address")
+    p.add_argument("--correlation-id", default="", help="correlation id (request/reply)")
+    p.add_argument("--content-type", default="", help="content type, e.g. application/json")
+    p.add_argument(
+        "--prop",
+        action="append",
+        default=[],
+        type=_prop,
+        metavar="K=V",
+        help='application property (repeatable): what filters read as properties["K"]',
+    )
     p.add_argument(
         "--ttl", type=a.duration, metavar="DURATION", default=None, help="per-message TTL"
     )
+
+
+def _prop(text: str) -> tuple[str, str]:
+    key, sep, value = text.partition("=")
+    if not sep or not key:
+        raise argparse.ArgumentTypeError(f"{text!r} is not K=V")
+    return key, value
 
 
 def register(sub: Any, common: argparse.ArgumentParser) -> None:
@@ -46,7 +63,7 @@ def register(sub: Any, common: argparse.ArgumentParser) -> None:
     p.add_argument("--state", choices=[s.value for s in State], default=None)
     p.add_argument("--from", dest="from_seq", type=a.non_negative, default=0)
     p.add_argument("--max", type=a.non_negative, default=16)
-    p.set_defaults(handler=peek)
+    p.set_defaults(handler=peek, read_only=True)
 
 
 def _out_message(ctx: Context) -> OutMessage:
@@ -58,17 +75,24 @@ def _out_message(ctx: Context) -> OutMessage:
         message_id=g.message_id,
         group_id=g.group,
         subject=g.subject,
+        correlation_id=g.correlation_id,
         reply_to=g.reply_to,
+        content_type=g.content_type,
+        properties=dict(g.prop),  # a repeated key: the last one wins
     )
 
 
 def send(ctx: Context) -> int:
     msg = _out_message(ctx)
     seq = int(ctx.client.send_one(ctx.args.queue, msg, ttl_ms=ctx.args.ttl))
+    # A single send answers seq 0 only for a topic none of whose filters took it.
+    unmatched = f"published to topic {ctx.args.queue}: it matched no subscription (not stored)"
     if ctx.out.json:
         ctx.out.wire(wire.SEND, wire.SendResponse((seq,)))
+        if seq == 0:
+            ctx.out.note(f"note: {unmatched}")
     else:
-        ctx.out.line(f"sent {ctx.args.queue} seq={seq}")
+        ctx.out.line(unmatched if seq == 0 else f"sent {ctx.args.queue} seq={seq}")
     return 0
 
 
@@ -104,7 +128,18 @@ def peek(ctx: Context) -> int:
         ctx.out.line("no messages")
         return 0
     ctx.out.table(
-        ("SEQ", "STATE", "DELIVERIES", "ENQUEUED", "VISIBLE-AT", "GROUP", "MESSAGE-ID", "BODY"),
+        (
+            "SEQ",
+            "STATE",
+            "DELIVERIES",
+            "ENQUEUED",
+            "VISIBLE-AT",
+            "GROUP",
+            "MESSAGE-ID",
+            "SUBJECT",
+            "PROPERTIES",
+            "BODY",
+        ),
         (
             (
                 m.seq_number,
@@ -114,6 +149,8 @@ def peek(ctx: Context) -> int:
                 visible_text(m),
                 m.group_id or "-",
                 m.message_id or "-",
+                m.subject or "-",
+                props_text(m.properties),
                 body_preview(m.body)
                 + (f"  [{m.dead_letter_reason}]" if m.dead_letter_reason else "")
                 + (f"  last error: {error_preview(m.last_error)}" if m.last_error else ""),
@@ -122,6 +159,11 @@ def peek(ctx: Context) -> int:
         ),
     )
     return 0
+
+
+def props_text(props: dict[str, str]) -> str:
+    """``k=v,k=v`` (the form ``--prop`` and test-filter take), "-" when there are none."""
+    return ",".join(f"{k}={v}" for k, v in sorted(props.items())) or "-"
 
 
 def error_preview(text: str, limit: int = 80) -> str:

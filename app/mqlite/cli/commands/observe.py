@@ -13,11 +13,12 @@ from typing import Any
 from mqlite import wire
 from mqlite.cli.context import Context
 from mqlite.cli.output import size_text, when_text
+from mqlite.wire.observability import QueueGaugesJSON
 
 
 def register(sub: Any, common: argparse.ArgumentParser) -> None:
     p = sub.add_parser("observe", parents=[common], help="canonical observation")
-    p.set_defaults(handler=observe)
+    p.set_defaults(handler=observe, read_only=True)
 
 
 def _seconds(value: float | None) -> str:
@@ -46,7 +47,8 @@ def observe(ctx: Context) -> int:
     _section(out, "storage operations", headers, rows, len(ops))
     p = r.storage.pool
     out.line(
-        f"pool: max_open={p.max_open} open={p.open} in_use={p.in_use} idle={p.idle} waits={p.waits}"
+        f"pool: max_open={p.max_open} open={p.open} in_use={p.in_use} idle={p.idle} "
+        f"waits={p.wait_count}"
     )
     _maintenance(out, r)
     out.line("filter failures: " + ", ".join(f"{f.stage}={f.count}" for f in r.filters))
@@ -65,7 +67,7 @@ def observe(ctx: Context) -> int:
 
 def _summary(out: Any, r: wire.ObserveResponse) -> None:
     c, rt = r.collection, r.runtime
-    size = size_text(rt.db_size_bytes) if rt.db_size_bytes is not None else "unavailable"
+    size = size_text(rt.db_size_bytes) if rt.db_size_available else "unavailable"
     state = c.state + (f" ({c.error_code})" if c.error_code else "")
     for key, value in (
         ("version", r.version),
@@ -77,7 +79,7 @@ def _summary(out: Any, r: wire.ObserveResponse) -> None:
         ("last success", when_text(c.last_success_at_ms)),
         ("collected in", _seconds(c.duration_seconds)),
         ("schema", rt.schema_version),
-        ("read probe", _seconds(rt.read_latency_seconds)),
+        ("read probe", _seconds(rt.ping_seconds if rt.read_available else None)),
         ("footprint", size),
         ("http", r.http.state),
     ):
@@ -94,15 +96,23 @@ def _queues(out: Any, r: wire.ObserveResponse) -> None:
         return
     headers = ("QUEUE", "KIND", "ACTIVE", "LOCKED", "DEFERRED", "SCHEDULED", "DLQ")
     out.table(
-        (*headers, "RETAINED", "UNEXPECTED", "OLDEST"),
+        (*headers, "TOTAL", "UNEXPECTED", "OLDEST"),
         (
             (
                 *(q.queue, q.kind, q.active, q.locked, q.deferred, q.scheduled, q.dead_lettered),
-                *(q.retained, q.unexpected, f"{q.oldest_age_seconds:.1f}s"),
+                *(q.total, q.unexpected, _oldest(q)),
             )
             for q in r.queues
         ),
     )
+
+
+def _oldest(q: QueueGaugesJSON) -> str:
+    """The age of the oldest active or locked message; ``-`` when there is none (only
+    scheduled, deferred or dead-lettered messages have no age to show, not ``0.0s``)."""
+    if q.active + q.locked == 0:
+        return "-"
+    return f"{q.oldest_message_age_ms / 1000:.1f}s"
 
 
 def _maintenance(out: Any, r: wire.ObserveResponse) -> None:
@@ -112,8 +122,9 @@ def _maintenance(out: Any, r: wire.ObserveResponse) -> None:
         (*headers, "LAST SUCCESS"),
         (
             (
-                *(t.task, "yes" if t.enabled else "no", t.last_outcome, t.runs.success),
-                *(t.runs.error, t.runs.interrupted, t.consecutive_failures),
+                *(t.task, "yes" if t.enabled else "no", t.last_outcome),
+                *(t.runs - t.failures - t.interrupted, t.failures, t.interrupted),
+                t.consecutive_failures,
                 when_text(t.last_success_at_ms),
             )
             for t in r.maintenance

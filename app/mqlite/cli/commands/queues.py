@@ -68,6 +68,16 @@ def register(sub: Any, common: argparse.ArgumentParser) -> None:
         default=0.0,
         help="0..1: draw each delay from [d*(1-J), d] (default 0)",
     )
+    p.add_argument(
+        "--if-absent",
+        action="store_true",
+        help="create only if the name is free; an existing queue is left as it is",
+    )
+    p.add_argument(
+        "--strict",
+        action="store_true",
+        help="with --if-absent: fail (exit 1) if the existing queue's config differs",
+    )
     p.set_defaults(handler=create_queue)
 
     p = sub.add_parser("delete-queue", parents=[common], help="delete an empty queue")
@@ -88,15 +98,15 @@ def register(sub: Any, common: argparse.ArgumentParser) -> None:
     p.set_defaults(handler=unsubscribe)
 
     p = sub.add_parser("list", parents=[common], help="list queues")
-    p.set_defaults(handler=list_queues)
+    p.set_defaults(handler=list_queues, read_only=True)
     p = sub.add_parser("list-subscriptions", parents=[common], help="list subscriptions")
-    p.set_defaults(handler=list_subscriptions)
+    p.set_defaults(handler=list_subscriptions, read_only=True)
 
     p = sub.add_parser("metrics", parents=[common], help="queue counters")
     p.add_argument("queue")
-    p.set_defaults(handler=metrics)
+    p.set_defaults(handler=metrics, read_only=True)
     p = sub.add_parser("status", parents=[common], help="backend snapshot")
-    p.set_defaults(handler=status)
+    p.set_defaults(handler=status, read_only=True)
 
     p = sub.add_parser("test-filter", parents=[common], help="dry-run a subscription filter")
     p.add_argument("expr")
@@ -105,7 +115,7 @@ def register(sub: Any, common: argparse.ArgumentParser) -> None:
     p.add_argument("--subject", default="")
     p.add_argument("--group", default="")
     p.add_argument("--prop", default="", metavar="K=V,K=V", help="sample properties")
-    p.set_defaults(handler=test_filter)
+    p.set_defaults(handler=test_filter, read_only=True)
 
 
 def create_queue(ctx: Context) -> int:
@@ -124,6 +134,10 @@ def create_queue(ctx: Context) -> int:
         retry_max_delay_ms=g.retry_max,
         retry_jitter=g.retry_jitter,
     )
+    if g.strict and not g.if_absent:
+        raise UsageError("--strict goes with --if-absent")
+    if g.if_absent:
+        return _ensure_queue(ctx, cfg)
     info = ctx.client.create_queue(g.name, cfg)
     if ctx.out.json:
         ctx.out.obj(
@@ -142,6 +156,29 @@ def create_queue(ctx: Context) -> int:
         )
         + (f" generation={info.generation}" if info.generation else "")
     )
+    return 0
+
+
+def _ensure_queue(ctx: Context, cfg: QueueConfig) -> int:
+    """``create-queue --if-absent``: EnsureQueue, saying what it found."""
+    g = ctx.args
+    found = ctx.client.ensure_queue(g.name, cfg, g.strict)
+    if ctx.out.json:
+        ctx.out.wire(wire.ENSURE_QUEUE, wire.EnsureQueueResponse.of(found))
+        return 0
+    info, c = found.queue, found.queue.config
+    if found.created:
+        ctx.out.line(
+            f"queue {info.name} created: lock={ms_text(c.lock_duration_ms)} "
+            f"max-delivery={c.max_delivery_count} ordering={c.ordering_mode}"
+        )
+    elif found.differs:
+        ctx.out.line(
+            f"queue {info.name} exists; left as it is (it differs in "
+            f"{', '.join(found.differs)}; create-queue without --if-absent reconfigures it)"
+        )
+    else:
+        ctx.out.line(f"queue {info.name} exists with this config; left as it is")
     return 0
 
 
@@ -225,7 +262,7 @@ def metrics(ctx: Context) -> int:
     ctx.out.line(
         f"queue={s.queue} active={s.active} locked={s.locked} deferred={s.deferred} "
         f"scheduled={s.scheduled} dead_lettered={s.dead_lettered} total={s.total} "
-        f"oldest={s.oldest_message_age_ms}ms"
+        + (f"oldest={s.oldest_message_age_ms}ms" if s.active + s.locked else "oldest=-")
     )
     return 0
 

@@ -3,9 +3,12 @@
 // answers one normalized shape from either source:
 //
 // - ``AdminService/Observe`` (manage or monitor): the canonical observation
-//   (api-reference "Observe"; ``mqlite.wire.observability.ObserveResponse``). ``null``
-//   there means unknown and stays ``null`` here — queues while the collection is
-//   unavailable, a failed probe's latency, an unmeasurable footprint — never zero.
+//   (api-reference "Observe"; ``mqlite.wire.observability.ObserveResponse``, the
+//   original's shape: spec/observe-wire.md). Unknown stays unknown here, never zero:
+//   ``queues`` is ``null`` while the collection is unavailable (and so are the counts
+//   then), and a failed probe's ``ping_seconds`` / an unmeasurable ``db_size_bytes``
+//   (0 on the wire beside ``read_available`` / ``db_size_available`` false) are
+//   ``undefined``.
 // - A broker without Observe (older), manage only: ``Status`` + ``ListQueues`` + one
 //   ``Stats`` per queue. Counts and ages, no event counters (so no rates) and no
 //   storage/maintenance/auth domains, each shown as "not reported".
@@ -21,9 +24,12 @@ const orNull = (v) => (v === undefined ? null : v);
 function normalizeQueue(q) {
   const out = { name: q.queue ?? q.name, kind: q.kind || "" };
   for (const s of STATES) out[s] = num(q[s]);
-  out.retained = typeof q.retained === "number" ? q.retained : num(q.total) || STATES.reduce((a, s) => a + out[s], 0);
   out.unexpected = num(q.unexpected);
-  out.oldestAgeMs = typeof q.oldest_message_age_ms === "number" ? q.oldest_message_age_ms : num(q.oldest_age_seconds) * 1000;
+  out.retained = typeof q.total === "number" ? q.total : STATES.reduce((a, s) => a + out[s], out.unexpected);
+  out.oldestAgeMs = num(q.oldest_message_age_ms);
+  // The age is of the oldest active/locked message: with none (only scheduled, deferred
+  // or dead-lettered ones), there is no age to show, not "0 ms".
+  if (out.active + out.locked === 0) out.oldestAgeMs = null;
   return out;
 }
 
@@ -31,7 +37,8 @@ function normalizeMaintenance(m) {
   return {
     task: m.task || "",
     enabled: Boolean(m.enabled),
-    runs: m.runs || null,
+    // Passes: ``runs`` counts them all, ``failures`` and ``interrupted`` are parts of it.
+    runs: typeof m.runs === "number" ? { success: m.runs - num(m.failures) - num(m.interrupted), error: num(m.failures), interrupted: num(m.interrupted) } : null,
     lastOutcome: m.last_outcome || "never",
     lastRunAtMs: num(m.last_run_at_ms),
     lastSuccessAtMs: num(m.last_success_at_ms),
@@ -78,16 +85,16 @@ export function normalizeObservation(o) {
       durationSeconds: collection.duration_seconds,
       errorCode: collection.error_code || "",
     },
-    queueCount: orNull(o.queue_count),
-    subscriptionCount: orNull(o.subscription_count),
+    queueCount: queues ? orNull(o.queue_count) : null,
+    subscriptionCount: queues ? orNull(o.subscription_count) : null,
     queues: queues ? queues.map(normalizeQueue) : null,
     events,
     runtime: {
       schemaVersion: runtime.schema_version || "",
       readAvailable: runtime.read_available,
-      pingSeconds: runtime.read_latency_seconds ?? undefined,
+      pingSeconds: runtime.read_available ? runtime.ping_seconds : undefined,
       sizeAvailable: runtime.db_size_available,
-      sizeBytes: runtime.db_size_bytes ?? undefined,
+      sizeBytes: runtime.db_size_available ? runtime.db_size_bytes : undefined,
     },
     storage: ((o.storage || {}).operations || []).map((s) => ({
       operation: s.operation || "",

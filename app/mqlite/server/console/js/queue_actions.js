@@ -33,6 +33,9 @@ export function sendPanel(ctx, queue, onSent) {
       }
       const resp = await ctx.api.call("QueueService/Send", { queue, messages: [message] });
       result.ok(`Sent: seq_number ${resp.seq_numbers[0]}.`);
+      // What belongs to one message goes with it: the next send starts without the last
+      // one's subject, properties and dedup key (body, content type and group stay).
+      for (const el of [subject, props, messageId]) el.value = "";
       onSent();
     } catch (err) {
       result.fail(err);

@@ -43,7 +43,7 @@ function statsView(s) {
     [
       ...STATES.map((st) => [st.replace("_", "-"), count(s[st])]),
       ["total", count(s.total)],
-      ["oldest active/locked", duration(s.oldest_message_age_ms)],
+      ["oldest active/locked", duration((s.active || 0) + (s.locked || 0) ? s.oldest_message_age_ms : null)],
     ],
     "facts stats",
   );
