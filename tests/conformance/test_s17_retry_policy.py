@@ -298,3 +298,10 @@ def test_17_7_a_same_queue_redrive_clears_the_last_error(mq, make_queue):
     assert mq.redrive(q) == 1
     (m,) = mq.receive(q)
     assert (m.seq_number, m.delivery_count, m.last_error, m.last_error_at_ms) == (seq, 1, "", 0)
+
+
+def test_17_8_ensure_queue_reports_a_different_retry_policy(mq, make_queue):
+    q = make_queue(retry_initial_delay_ms=1_000, retry_jitter=0.5)
+    found = mq.ensure_queue(q)  # every default: no policy asked for
+    assert found.differs == ("retry_initial_delay_ms", "retry_jitter")
+    assert mq.get_queue(q).config.retry_initial_delay_ms == 1_000  # left as it is

@@ -262,6 +262,10 @@ CONFIG_FIELDS = (
     "dlq_max_age_ms",
     "dlq_max_count",
     "dlq_max_bytes",
+    "retry_initial_delay_ms",
+    "retry_multiplier",
+    "retry_max_delay_ms",
+    "retry_jitter",
 )
 
 
