@@ -50,7 +50,8 @@ RETURNING queue, state
 # A queue with a retry policy: its expired leases, then one guarded UPDATE each parking
 # the row in `scheduled` until ``locked_until + delay`` (engine/retry.py), exactly like an
 # Abandon(delay_ms) -- it holds its group on ordered queues -- or active if that moment
-# has passed, or dead-lettered at the delivery limit. Seeks idx_msg_locked_head (queue, id).
+# has passed, or dead-lettered at the delivery limit. Seeks idx_msg_locked (state,
+# locked_until) with the queue as a filter; each UPDATE is a primary-key probe.
 EXPIRED_LOCKS_OF_SQL = """
 SELECT id, delivery_count, locked_until FROM messages
 WHERE queue = :queue AND state = 'locked' AND locked_until <= :now
