@@ -11,7 +11,7 @@ RUNTIME := $(VENV)/.runtime-installed
 TESTS   := $(VENV)/.test-installed
 LINTERS := $(VENV)/.lint-installed
 
-.PHONY: run test lint bench venv clean image image-test stack-up stack-down secrets \
+.PHONY: run test lint bench venv clean console-screenshots image image-test stack-up stack-down secrets \
         drill-restore drill-crash soak
 
 $(PY):
@@ -101,6 +101,10 @@ drill-crash: $(RUNTIME)
 
 soak: $(RUNTIME)
 	$(PY) ops/drills/soak $(DRILL_ARGS)
+
+# The screenshots in docs/console.md, retaken from a real broker's console (Chromium).
+console-screenshots: $(TESTS)
+	MQLITE_DOC_SCREENSHOTS=1 $(PY) -m pytest -q -p no:cacheprovider tests/browser/test_console_screenshots.py -k take
 
 clean:
 	rm -rf $(VENV) build *.egg-info .pytest_cache .mypy_cache .ruff_cache

@@ -33,6 +33,7 @@ RENEW_BATCH_MAX = 512
 MAX_SEND_MESSAGES = 10_000  # messages per Send/Schedule call
 MAX_FANOUT_ROWS = 10_000  # messages x subscriptions of one publish
 MAX_SETTLE_BATCH = 10_000  # items per CompleteBatch
+MAX_DLQ_SELECTION = 1000  # seq_numbers one Redrive/Purge may name (the console's selection)
 MAX_PROPERTIES = 256  # application properties per message
 MAX_FIELD_BYTES = 4096  # each of message_id, group_id, subject, correlation_id, ...
 MAX_METADATA_BYTES = 64 << 10  # all string fields + property keys and values of one message
@@ -118,3 +119,11 @@ MAX_INFLIGHT_BODY_BYTES = 64 << 20  # large request bodies buffered at once, all
 INFLIGHT_WAIT_S = 30.0  # a large request waits this long for the budget, then 503
 MAX_REQUEST_ITEMS = 1 << 18  # ',' and ':' in one request body (bounds its decode work)
 LOG_FIELD_MAX_CHARS = 256  # an access-log field (queue name, path, ...) is clipped here
+
+# Cron schedules (engine/schedules.py, docs/cron.md).
+MAX_SCHEDULES = 10_000  # schedules per database (CreateSchedule of one more: 400)
+MAX_SCHEDULE_NAME_CHARS = 128  # [A-Za-z0-9._-]
+CRON_INTERVAL_MS = 1_000  # how often the maintenance loop fires due slots
+CRON_FIRE_BATCH = 64  # due schedules per writer transaction (a producer waits <= one)
+CRON_BATCH_PAUSE_MS = 5  # between two batches of one pass (see schedules.py)
+CRON_SKIP_GRACE_MS = 60_000  # catch_up=skip: a slot found later than this was missed

@@ -1,7 +1,8 @@
 """The only APScheduler import: runs the engine's maintenance passes on the spec's cadences.
 
-Reaper and scheduler every 1 s, TTL sweep every 10 s, janitors (dedup/receipts/attempts,
-DLQ retention, free-page reclaim) every 60 s; each first fires one interval after start.
+Reaper, scheduler and cron firing every 1 s, TTL sweep every 10 s, janitors
+(dedup/receipts/attempts, DLQ retention, free-page reclaim) every 60 s; each first fires one
+interval after start.
 One worker thread: passes serialize on the single writer anyway, and one thread keeps a
 slow pass from piling up copies of itself (max_instances=1, coalesce).
 """
@@ -38,6 +39,9 @@ class MaintenanceScheduler:
         self._add("expire_ttl", engine.expire_ttl, defaults.TTL_INTERVAL_MS)
         self._add("janitors", engine.run_janitors, defaults.JANITOR_INTERVAL_MS)
         self._add("reclaim_free_pages", engine.reclaim_pass, defaults.JANITOR_INTERVAL_MS)
+        # Cron slots (engine/schedules.py): off the writer, which the pass takes per batch
+        # of due schedules, so producers interleave with a large due minute.
+        self._add("fire_schedules", engine.fire_schedules, defaults.CRON_INTERVAL_MS, writer=False)
         if engine.store.lease is not None:  # one broker per remote database (lease.py)
             self._add("renew_lease", self._renew_lease, defaults.LEASE_RENEW_INTERVAL_MS)
         # Off the writer: recreating the disk reserve writes a file of reserve_bytes.

@@ -4,7 +4,7 @@ With ``open_embedded(..., clock=FakeClock(), background=False)`` nothing moves o
 advance the clock, then run what the background loops would have run::
 
     clock.advance(31_000)
-    mqlite.testing.run_maintenance_once(mq)   # reaper, scheduler, TTL, janitors, reclaim
+    mqlite.testing.run_maintenance_once(mq)   # reaper, scheduler, TTL, janitors, reclaim, cron
 
 ``engine(mq)`` is the engine behind an embedded client, for tests of mqlite itself that
 need its internals (the notifier, the store); application tests should not need it.

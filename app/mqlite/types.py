@@ -251,3 +251,28 @@ class AccessKey:
     created_at_ms: int
     expires_at_ms: int = 0
     revoked_at_ms: int = 0
+
+
+@dataclass(frozen=True, slots=True)
+class Schedule:
+    """A cron schedule (docs/cron.md): sends ``message`` to ``queue`` (a queue, or a topic
+    that fans out) at every slot of ``cron`` in ``timezone``.
+
+    ``status``: ``active``, ``paused``, or ``target missing`` (the queue or topic is gone:
+    the schedule does not fire until it exists again). Times are epoch ms, 0 = never.
+    """
+
+    name: str
+    cron: str
+    queue: str
+    message: OutMessage
+    timezone: str = "UTC"
+    catch_up: str = "latest"
+    paused: bool = False
+    next_fire_at_ms: int = 0
+    last_fired_at_ms: int = 0
+    last_slot_ms: int = 0
+    fired: int = 0
+    status: str = "active"
+    created_at_ms: int = 0
+    updated_at_ms: int = 0

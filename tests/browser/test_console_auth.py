@@ -20,6 +20,7 @@ def test_an_administrator_signs_in_and_the_token_stays_in_session_storage(
         "Queues",
         "Topics",
         "Access keys",
+        "Schedules",
     ]
     storage = page.evaluate(
         "() => ({session: {...sessionStorage}, local: {...localStorage}, cookie: document.cookie})"
@@ -47,14 +48,59 @@ def test_a_wrong_token_is_told_in_words_and_stays_on_the_prompt(console: Console
     console.heading("Sign in")
 
 
-def test_send_and_listen_keys_are_told_the_console_needs_manage(console: ConsolePage) -> None:
-    console.expect_http(403)
-    _, token = console.broker.create_key(["send", "listen"], name="app-key")
+def test_a_send_only_key_sees_the_send_form_and_nothing_else(console: ConsolePage) -> None:
+    console.expect_http(400, 403)  # the permission probe: 403 = may not, 400 = may
+    page = console.page
+    queue = console.broker.create_queue(unique("app-send"))
+    _, token = console.broker.create_key(["send"], name="send-key")
     console.sign_in(token)
-    alert = console.page.locator("#login-outcome [role=alert]")
-    alert.wait_for()
-    assert "console needs manage" in alert.inner_text()
-    assert console.page.get_by_role("navigation", name="Main").is_hidden()
+    console.heading("Open a queue")
+    expect(page.locator("#who")).to_have_text("Signed in: application key (send)")
+    nav = page.get_by_role("navigation", name="Main")
+    assert nav.get_by_role("link").all_inner_texts() == ["Open a queue"]
+    page.get_by_label("Queue or subscription name").fill(queue)
+    page.get_by_role("button", name="Open").click()
+    console.heading(queue)
+    send = page.get_by_role("form", name="Send a test message")
+    send.get_by_label("Body (text)").fill("from a send key")
+    with page.expect_request(lambda r: r.url.endswith(".QueueService/Send")) as asked:
+        send.get_by_role("button", name="Send message").click()
+    assert asked.value.headers["authorization"] == f"Bearer {token}"
+    expect(page.get_by_text("Sent: seq_number")).to_be_visible()
+    assert console.broker.ok("QueueService/Stats", {"queue": queue})["active"] == 1
+    for hidden in ("Receive messages", "Peek messages", "Search messages", "Redrive dead letters"):
+        expect(page.get_by_role("form", name=hidden)).to_have_count(0)
+    for hidden in ("Dead-letter browser", "Delete queue", "Last minutes", "Messages by state"):
+        expect(page.get_by_role("region", name=hidden)).to_have_count(0)
+    console.go("queues")  # a manage view: said so, not a failing page
+    console.heading("Manage credential needed")
+    console.go("")  # no overview for a key: Observe needs monitor or manage
+    console.heading("Open a queue")
+    assert not console.axe("open-queue-app-key")
+
+
+def test_a_listen_only_key_receives_and_settles_but_cannot_send(console: ConsolePage) -> None:
+    console.expect_http(400, 403)
+    page = console.page
+    queue = console.broker.create_queue(unique("app-listen"))
+    console.broker.send(queue, "for a listener")
+    _, token = console.broker.create_key(["listen"], name="listen-key")
+    console.sign_in(token)
+    console.heading("Open a queue")
+    expect(page.locator("#who")).to_have_text("Signed in: application key (listen)")
+    console.go(f"queues/{queue}")
+    console.heading(queue)
+    expect(page.locator("#queue-stats")).to_contain_text("active")
+    page.get_by_role("form", name="Receive messages").get_by_role("button", name="Receive").click()
+    row = page.locator("#received article.message").first
+    expect(row.locator("pre.body")).to_have_text("for a listener")
+    with page.expect_request(lambda r: r.url.endswith(".QueueService/Complete")) as asked:
+        row.get_by_role("button", name="Complete message").click()
+    assert asked.value.headers["authorization"] == f"Bearer {token}"
+    expect(row.locator(".lock")).to_have_text("Completed: deleted from the queue.")
+    expect(page.get_by_role("form", name="Send a test message")).to_have_count(0)
+    expect(page.get_by_role("region", name="Dead-letter browser")).to_have_count(0)
+    expect(page.get_by_role("form", name="Search messages")).to_have_count(0)
 
 
 def test_a_401_returns_to_the_token_prompt(console: ConsolePage) -> None:

@@ -70,6 +70,12 @@ def sized(
         yield request.param, cp
 
 
+def assert_no_sideways_scroll(cp: ConsolePage, name: str) -> None:
+    """Nothing overflows the viewport sideways (tables scroll inside their own region)."""
+    wide = cp.page.evaluate("() => document.documentElement.scrollWidth - window.innerWidth")
+    assert wide <= 1, f"{name}: {wide} px of horizontal scrolling"
+
+
 def scan(cp: ConsolePage, label: str, name: str) -> None:
     cp.screenshot(f"{name}-{label}")
     serious = cp.axe(f"{name}-{label}")
@@ -101,6 +107,27 @@ def test_every_view_is_accessible_and_screenshotted(
     page.get_by_role("form", name="Peek messages").get_by_role("button", name="Peek").click()
     expect(page.locator("#peek-results article")).to_have_count(3)
     scan(cp, label, "queue")
+    assert_no_sideways_scroll(cp, "queue")
+    # The operating panels, populated: a received message, the dead-letter browser, the
+    # deferred and scheduled lists, search results and the charts.
+    page.get_by_role("form", name="Receive messages").get_by_role("button", name="Receive").click()
+    expect(page.locator("#received article.message")).to_have_count(1)
+    page.get_by_role("button", name="Load dead letters").click()
+    expect(page.locator("#dlq-table > tbody > tr")).to_have_count(1)
+    page.get_by_role("button", name="List deferred").click()
+    page.get_by_role("button", name="List scheduled").click()
+    search = page.get_by_role("form", name="Search messages")
+    search.get_by_label("Filter expression").fill('subject == "orders.new"')
+    search.get_by_role("button", name="Search").click()
+    expect(page.locator("#search-results article.message")).not_to_have_count(0)
+    page.get_by_role("button", name="Refresh now").click()
+    expect(page.locator("#queue-charts figure.chart svg").first).to_be_visible()
+    scan(cp, label, "queue-operate")
+    assert_no_sideways_scroll(cp, "queue-operate")
+    page.locator("#received").get_by_role("button", name="Reject…").click()
+    expect(page.get_by_role("dialog")).to_be_visible()
+    scan(cp, label, "reject-dialog")
+    page.keyboard.press("Escape")
     page.get_by_role("button", name="Purge dead letters…").click()
     expect(page.get_by_role("dialog")).to_be_visible()
     scan(cp, label, "purge-dialog")
@@ -111,12 +138,26 @@ def test_every_view_is_accessible_and_screenshotted(
     cp.heading("Topics")
     expect(page.locator("#topics-list table").first).to_be_visible()
     scan(cp, label, "topics")
+    topic = page.locator("#topics-list section.topic h3").first.inner_text().removeprefix("Topic ")
+    publish = page.get_by_role("form", name="Publish to a topic")
+    publish.get_by_label("Topic").fill(topic)
+    publish.get_by_label("Subject").fill("orders.new")
+    publish.get_by_role("button", name="Preview routing").click()
+    expect(page.locator("#publish-routing table")).to_be_visible()
+    scan(cp, label, "topics-publish")
+    assert_no_sideways_scroll(cp, "topics")
+    cp.broker.create_key(["send"], name="listed")  # the keys table has a row
     cp.go("keys")
     cp.heading("Access keys")
-    expect(page.locator("#keys-list")).not_to_be_empty()
+    key_id = page.locator("#keys-list tbody td code").first
+    expect(key_id).to_be_visible()
     scan(cp, label, "keys")
-    # Nothing overflows the viewport sideways (tables scroll inside their own region).
-    assert page.evaluate("() => document.documentElement.scrollWidth <= window.innerWidth + 1")
+    # The key id stays on one line (it used to wrap two characters per line at 390 px).
+    lines = key_id.evaluate("(el) => el.getClientRects().length")
+    height = key_id.evaluate("(el) => el.getBoundingClientRect().height")
+    font = key_id.evaluate("(el) => parseFloat(getComputedStyle(el).fontSize)")
+    assert lines == 1 and height < 2 * font, (lines, height, font)
+    assert_no_sideways_scroll(cp, "keys")
 
 
 def test_keyboard_alone_signs_in_and_navigates(console: ConsolePage) -> None:

@@ -200,9 +200,9 @@ def test_test_filter(cli: Cli) -> None:
 
 def test_status(cli: Cli) -> None:
     snap = cli.json("status")
-    assert snap["schema_version"] == "7" and snap["version"] and "queues" in snap
+    assert snap["schema_version"] == "8" and snap["version"] and "queues" in snap
     text = cli.ok("status")
-    assert ("client of" in text) == (cli.mode == "client") and "schema_version: 7" in text
+    assert ("client of" in text) == (cli.mode == "client") and "schema_version: 8" in text
 
 
 def test_keys_create_list_revoke(cli: Cli) -> None:

@@ -191,3 +191,37 @@ def test_6_2_purge_errors(mq, make_queue):
     for bad in ({"max": -1}, {"older_than_ms": -1}):
         with pytest.raises(errors.InvalidArgument):
             mq.purge(q, **bad)
+
+
+def test_6_2_redrive_selection_moves_only_the_named_dead_letters(mq, make_queue):
+    src = make_queue("src")
+    dst = make_queue("dst")
+    s1, s2, s3, s4 = _dead_letter(mq, src, [b"1", b"2", b"3", b"4"])
+    active = mq.send_one(src, OutMessage(body=b"active"))
+    # An active seq_number and an unknown one in the selection are skipped, not moved.
+    assert mq.redrive(src, seq_numbers=[s2, active, 10**9]) == 1
+    assert {m.seq_number: m.state for m in peek_all(mq, src)}[s2] == "active"
+    assert [m.body for m in peek_all(mq, dst, "active")] == []
+    assert mq.redrive(src, target=dst, seq_numbers=[s4, s1]) == 2
+    assert [m.body for m in peek_all(mq, dst)] == [b"1", b"4"]  # source order kept
+    assert [m.seq_number for m in peek_all(mq, src, "dead_lettered")] == [s3]
+    assert mq.redrive(src, seq_numbers=[s3], max=1, rate_per_sec=1) == 1
+    assert mq.stats(src).dead_lettered == 0
+
+
+def test_6_2_purge_selection_deletes_only_the_named_dead_letters(mq, make_queue):
+    q = make_queue()
+    s1, s2, s3 = _dead_letter(mq, q, [b"1", b"2", b"3"])
+    active = mq.send_one(q, OutMessage(body=b"active"))
+    assert mq.purge(q, seq_numbers=[s1, s3, active]) == 2
+    assert [m.seq_number for m in peek_all(mq, q)] == [s2, active]
+
+
+def test_6_2_selection_is_bounded_to_1000(mq, make_queue):
+    q = make_queue()
+    (s,) = _dead_letter(mq, q, [b"1"])
+    for call in (mq.redrive, mq.purge):
+        with pytest.raises(errors.InvalidArgument, match="seq_numbers: at most 1000"):
+            call(q, seq_numbers=list(range(1, 1002)))
+    assert mq.stats(q).dead_lettered == 1
+    assert mq.purge(q, seq_numbers=list(range(s, s + 1000))) == 1

@@ -66,6 +66,9 @@ LATER = [
     "AuthService/ListKeys",
     "AuthService/RevokeKey",
     "AdminService/EnsureQueue",  # issue 31: the start-up verb that never resets a queue
+    "AdminService/CreateSchedule",  # cron schedules (docs/cron.md)
+    "AdminService/DeleteSchedule",
+    "AdminService/ListSchedules",
 ]
 ALL_RPCS = ORIGINAL_ORDER + LATER
 

@@ -25,6 +25,7 @@ def test_passes_are_registered_at_the_spec_cadences(engine: mqlite.EmbeddedClien
         "expire_ttl": 10.0,
         "janitors": 60.0,
         "reclaim_free_pages": 60.0,
+        "fire_schedules": 1.0,  # cron slots (docs/cron.md)
         "tend_disk": 10.0,
     }
 

@@ -79,8 +79,16 @@ def test_the_hints_are_the_ones_agents_rely_on() -> None:
         "peek",
         "stats",
         "list_keys",
+        "list_schedules",
     }
-    assert destructive == {"delete_queue", "unsubscribe", "purge", "cancel", "revoke_key"}
+    assert destructive == {
+        "delete_queue",
+        "unsubscribe",
+        "purge",
+        "cancel",
+        "revoke_key",
+        "delete_schedule",
+    }
     assert not BY_NAME["receive"].idempotent and not BY_NAME["send"].idempotent
     assert BY_NAME["complete"].idempotent and BY_NAME["create_queue"].idempotent
 
@@ -118,6 +126,9 @@ def test_the_issue_s_tool_set() -> None:
         "create_key",
         "list_keys",
         "revoke_key",
+        "create_schedule",
+        "list_schedules",
+        "delete_schedule",
     ]
 
 

@@ -44,8 +44,17 @@ DEPRECATED_LINT = {
 
 
 def exposition(tmp_path: Path, *, fail_collection: bool = False) -> str:
-    engine = Engine(f"file:{tmp_path / 'mq.db'}", clock=FakeClock())
+    clock = FakeClock()
+    engine = Engine(f"file:{tmp_path / 'mq.db'}", clock=clock)
     try:
+        # A cron schedule fires once into a queue deleted afterwards: the schedule's series
+        # stay (they are the schedule's), the queue's counters go with it.
+        engine.create_queue("reports")
+        engine.create_schedule("nightly", "* * * * *", "reports", OutMessage(b"r"))
+        clock.advance(60_000)
+        assert engine.fire_schedules() == 1
+        engine.receive("reports", 1, mode="receive_and_delete")
+        engine.delete_queue("reports")
         engine.create_queue("orders")
         engine.subscribe("t", "audit")
         engine.send("orders", [OutMessage(body=b"x"), OutMessage(body=b"y")])

@@ -244,6 +244,34 @@ REQUEST_CASES: list[Case] = [
     ),
     (wire.LIST_KEYS, wire.ListKeysRequest(), {}),
     (wire.REVOKE_KEY, wire.RevokeKeyRequest(KEY_ID), {"id": KEY_ID}),
+    (
+        wire.CREATE_SCHEDULE,
+        wire.CreateScheduleRequest(
+            "nightly",
+            "30 2 * * *",
+            "reports",
+            wire.ScheduleMessageJSON(b"hi", "report", properties={"k": "v"}),
+            "Europe/Berlin",
+            "skip",
+            True,
+        ),
+        {
+            "name": "nightly",
+            "cron": "30 2 * * *",
+            "queue": "reports",
+            "message": {"body": "aGk=", "subject": "report", "properties": {"k": "v"}},
+            "timezone": "Europe/Berlin",
+            "catch_up": "skip",
+            "paused": True,
+        },
+    ),
+    (
+        wire.CREATE_SCHEDULE,
+        wire.CreateScheduleRequest("n", "@daily", "q"),
+        {"name": "n", "cron": "@daily", "queue": "q"},
+    ),
+    (wire.DELETE_SCHEDULE, wire.DeleteScheduleRequest("nightly"), {"name": "nightly"}),
+    (wire.LIST_SCHEDULES, wire.EmptyRequest(), {}),
 ]
 
 

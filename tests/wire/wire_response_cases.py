@@ -10,9 +10,11 @@ from mqlite.types import (
     BatchResult,
     FilterTestResult,
     Message,
+    OutMessage,
     QueueConfig,
     QueueEnsured,
     QueueInfo,
+    Schedule,
     Stats,
     Subscription,
 )
@@ -81,6 +83,24 @@ QUEUE_INFO = QueueInfo(
 )
 KEY = AccessKey(KEY_ID, "ci", ("listen", "send"), 1_700_000_000_000)
 REVOKED_KEY = AccessKey(KEY_ID, "old", ("manage",), 1, 2, 3)
+SCHEDULE = Schedule(
+    "nightly",
+    "30 2 * * *",
+    "reports",
+    OutMessage(b"hi", subject="report"),
+    "Europe/Berlin",
+    "latest",
+    False,
+    1774747800000,
+    1774661401000,
+    1774661400000,
+    3,
+    "target missing",
+    5,
+    6,
+)
+PAUSED_SCHEDULE = Schedule("n", "@daily", "q", OutMessage(), catch_up="skip", paused=True,
+                           status="paused")  # fmt: skip
 
 RESPONSE_CASES: list[Case] = [
     (wire.SEND, wire.SendResponse((1, 0, 3)), {"seq_numbers": [1, 0, 3]}),
@@ -277,6 +297,7 @@ RESPONSE_CASES: list[Case] = [
                 "handler_latency": [],
             },
             "replication": {"state": "disabled", "last_sync_at_ms": None, "lag_seconds": None},
+            "schedules": {"state": "available", "overdue": 0, "schedules": []},
         },
     ),
     (
@@ -345,4 +366,52 @@ RESPONSE_CASES: list[Case] = [
     ),
     (wire.LIST_KEYS, wire.ListKeysResponse.of([], ""), {"keys": []}),
     (wire.REVOKE_KEY, wire.OkResponse(), {"ok": True}),
+    (
+        wire.CREATE_SCHEDULE,
+        wire.ScheduleResponse.of(SCHEDULE),
+        {
+            "schedule": {
+                "name": "nightly",
+                "cron": "30 2 * * *",
+                "timezone": "Europe/Berlin",
+                "queue": "reports",
+                "message": {"body": "aGk=", "subject": "report"},
+                "catch_up": "latest",
+                "paused": False,
+                "status": "target missing",
+                "next_fire_at_ms": 1774747800000,
+                "last_fired_at_ms": 1774661401000,
+                "last_slot_ms": 1774661400000,
+                "fired": 3,
+                "created_at_ms": 5,
+                "updated_at_ms": 6,
+            }
+        },
+    ),
+    (wire.DELETE_SCHEDULE, wire.DeleteScheduleResponse(True), {"deleted": True}),
+    (
+        wire.LIST_SCHEDULES,
+        wire.ListSchedulesResponse.of([PAUSED_SCHEDULE]),
+        {
+            "schedules": [
+                {
+                    "name": "n",
+                    "cron": "@daily",
+                    "timezone": "UTC",
+                    "queue": "q",
+                    "message": {},
+                    "catch_up": "skip",
+                    "paused": True,
+                    "status": "paused",
+                    "next_fire_at_ms": 0,
+                    "last_fired_at_ms": 0,
+                    "last_slot_ms": 0,
+                    "fired": 0,
+                    "created_at_ms": 0,
+                    "updated_at_ms": 0,
+                }
+            ]
+        },
+    ),
+    (wire.LIST_SCHEDULES, wire.ListSchedulesResponse.of([]), {"schedules": []}),
 ]

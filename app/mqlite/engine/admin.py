@@ -10,7 +10,7 @@ from __future__ import annotations
 import functools
 import sqlite3
 from collections import Counter
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -41,6 +41,7 @@ class MaintenanceReport:
     attempts_pruned: int = 0
     dlq_dropped: int = 0
     pages_reclaimed: int = 0
+    schedules_fired: int = 0  # cron slots sent (engine/schedules.py)
 
 
 class AdminOps(EngineCore):
@@ -80,8 +81,10 @@ class AdminOps(EngineCore):
         max: int = 0,
         older_than_ms: int = 0,
         rate_per_sec: int = 0,
+        seq_numbers: Sequence[int] = (),
     ) -> int:
         """Move dead letters back to active here, or into ``target``; returns moved count.
+        ``seq_numbers`` (at most ``MAX_DLQ_SELECTION``) narrows it to those dead letters.
 
         Chunks of at most ``dlq.CHUNK_ROWS``, each its own transaction, so other work runs
         between them; with ``rate_per_sec`` > 0 one second's worth, then a pause (on the
@@ -100,7 +103,7 @@ class AdminOps(EngineCore):
         moved = 0
         walk: dlq.Walk | None = None
         for chunk, pause in dlq.chunk_plan(max, rate_per_sec):
-            n, walk = self.redrive_chunk(queue, target, chunk, older_than_ms, walk)
+            n, walk = self.redrive_chunk(queue, target, chunk, older_than_ms, walk, seq_numbers)
             moved += n
             if n < chunk:
                 break
@@ -116,6 +119,7 @@ class AdminOps(EngineCore):
         chunk: int,
         older_than_ms: int,
         walk: dlq.Walk | None = None,
+        seq_numbers: Sequence[int] = (),
     ) -> tuple[int, dlq.Walk]:
         """One transaction of a redrive: at most ``chunk`` dead letters (0 = all), the
         next of ``walk`` (None: the first, which fixes the walk); the moved count and the
@@ -132,6 +136,7 @@ class AdminOps(EngineCore):
                 max=chunk,
                 older_than_ms=older_than_ms,
                 walk=walk,
+                seq_numbers=seq_numbers,
             )
             self._wake_after_commit({dest: n} if n else {})
             self._count((q.name, "redriven", n))  # counted on the DLQ they left
@@ -142,8 +147,9 @@ class AdminOps(EngineCore):
         queue: str,
         max: int = 0,
         older_than_ms: int = 0,
+        seq_numbers: Sequence[int] = (),
     ) -> int:
-        """Delete dead letters (oldest first); both bounds zero purges the whole DLQ.
+        """Delete dead letters (oldest first); all bounds empty purges the whole DLQ.
         Chunks of at most ``dlq.CHUNK_ROWS``, each its own transaction (as Redrive)."""
         self._queue(queue)
         check_int("max", max, minimum=0)
@@ -151,7 +157,7 @@ class AdminOps(EngineCore):
         purged = 0
         walk: dlq.Walk | None = None
         for chunk, _ in dlq.chunk_plan(max, 0):
-            n, walk = self.purge_chunk(queue, chunk, older_than_ms, walk)
+            n, walk = self.purge_chunk(queue, chunk, older_than_ms, walk, seq_numbers)
             purged += n
             if n < chunk:
                 break
@@ -159,7 +165,12 @@ class AdminOps(EngineCore):
 
     @serialized
     def purge_chunk(
-        self, queue: str, chunk: int, older_than_ms: int, walk: dlq.Walk | None = None
+        self,
+        queue: str,
+        chunk: int,
+        older_than_ms: int,
+        walk: dlq.Walk | None = None,
+        seq_numbers: Sequence[int] = (),
     ) -> tuple[int, dlq.Walk]:
         """One transaction of a purge (as ``redrive_chunk``)."""
         q = self._queue(queue)
@@ -168,7 +179,13 @@ class AdminOps(EngineCore):
         with self._write() as (conn, now):
             walk = walk or dlq.start_walk(conn, now, q.name)
             purged, last = dlq.purge(
-                conn, now, q.name, max=chunk, older_than_ms=older_than_ms, walk=walk
+                conn,
+                now,
+                q.name,
+                max=chunk,
+                older_than_ms=older_than_ms,
+                walk=walk,
+                seq_numbers=seq_numbers,
             )
             self._count((q.name, "purged", purged))
         return purged, walk.past(last)
@@ -349,8 +366,17 @@ class AdminOps(EngineCore):
         expired = self.expire_ttl()
         dedup_n, receipts_n, attempts_n, dropped = self.run_janitors()
         pages = self.reclaim_pass()
+        fired = self.fire_schedules()  # type: ignore[attr-defined]  # ScheduleOps, in Engine
         return MaintenanceReport(
-            len(reaped), len(activated), expired, dedup_n, receipts_n, attempts_n, dropped, pages
+            len(reaped),
+            len(activated),
+            expired,
+            dedup_n,
+            receipts_n,
+            attempts_n,
+            dropped,
+            pages,
+            fired,
         )
 
 

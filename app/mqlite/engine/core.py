@@ -24,6 +24,7 @@ from mqlite.engine.measure import MessageEffects, StorageOps
 from mqlite.engine.measured_store import MeasuredStore
 from mqlite.engine.notify import Notifier
 from mqlite.engine.read_replica import ReplicaReads
+from mqlite.engine.schedule_measures import ScheduleMeasures
 from mqlite.engine.storage_errors import translate
 from mqlite.engine.store import parse_dsn
 from mqlite.engine.writer import Writer
@@ -83,6 +84,7 @@ class EngineCore:
         self.effects = MessageEffects()
         self.storage_ops = StorageOps(self.clock.now_ms, lambda: self.clock.monotonic_ms() / 1000)
         self.maintenance_runs = MaintenanceRuns(self.clock.now_ms)
+        self.schedule_measures = ScheduleMeasures()  # cron firings (schedules.py)
         location = parse_dsn(dsn)
         path = location.path
         self.replica: ReplicaReads | None = None

@@ -2,9 +2,11 @@
 
 Both work on one chunk inside the caller's transaction. A chunk is the first ``max``
 dead letters of the queue by id (optionally only those enqueued before ``now -
-older_than_ms``); it is fixed once by its size and last id, and every following
-statement re-selects exactly that set with ``id <= :last`` on idx_msg_dlq (queue, id) —
-nothing else writes inside the transaction, so no id list travels through Python.
+older_than_ms``, optionally only the seq_numbers named — the console's selection, bound
+as one JSON array read with json_each, so the SQL text never varies with it); it is fixed
+once by its size and last id, and every following statement re-selects exactly that set
+with ``id <= :last`` on idx_msg_dlq (queue, id) — nothing else writes inside the
+transaction, so no id list is rebuilt in Python.
 
 A whole Redrive or Purge is a *walk* of chunks of at most ``CHUNK_ROWS``, each its own
 transaction, so the writer serves other work between them (issue 26: an unpaced redrive
@@ -18,10 +20,12 @@ leaves the chunks done moved and the rest in the DLQ, each message once.
 
 from __future__ import annotations
 
+import json
 import sqlite3
-from collections.abc import Iterator
+from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
 
+from mqlite import defaults
 from mqlite.errors import InvalidArgument, QueueNotFound
 
 # The chunk: size and last id of the oldest ``limit`` matching dead letters (-1 = all).
@@ -31,6 +35,7 @@ SELECT COUNT(*), MAX(id) FROM (
     SELECT id FROM messages
     WHERE queue = :queue AND state = 'dead_lettered' AND id > :after AND id <= :bound
       AND (:older_than <= 0 OR enqueued_at < :cutoff)
+      AND (:seqs IS NULL OR id IN (SELECT value FROM json_each(:seqs)))
     ORDER BY id LIMIT :limit
 )
 """
@@ -56,6 +61,7 @@ UPDATE messages SET
     last_error_at = 0
 WHERE queue = :queue AND state = 'dead_lettered' AND id > :after AND id <= :last
   AND (:older_than <= 0 OR enqueued_at < :cutoff)
+  AND (:seqs IS NULL OR id IN (SELECT value FROM json_each(:seqs)))
 """
 
 # Cross-queue redrive: a fresh copy in the target (new seq, enqueued now, no TTL, same
@@ -70,6 +76,7 @@ SELECT :target, 'active', 0, 0, NULL, 0, :now, 0, message_id, correlation_id, re
 FROM messages
 WHERE queue = :queue AND state = 'dead_lettered' AND id > :after AND id <= :last
   AND (:older_than <= 0 OR enqueued_at < :cutoff)
+  AND (:seqs IS NULL OR id IN (SELECT value FROM json_each(:seqs)))
 ORDER BY id
 """
 
@@ -82,7 +89,8 @@ FROM (SELECT id, external_body_bytes,
              row_number() OVER (ORDER BY id) AS k
       FROM messages
       WHERE queue = :queue AND state = 'dead_lettered' AND id > :after AND id <= :last
-        AND (:older_than <= 0 OR enqueued_at < :cutoff)) c
+        AND (:older_than <= 0 OR enqueued_at < :cutoff)
+        AND (:seqs IS NULL OR id IN (SELECT value FROM json_each(:seqs)))) c
 JOIN bodies b ON b.id = c.id
 WHERE c.external_body_bytes > 0
 """
@@ -92,6 +100,7 @@ DLQ_DELETE_CHUNK_SQL = """
 DELETE FROM messages
 WHERE queue = :queue AND state = 'dead_lettered' AND id > :after AND id <= :last
   AND (:older_than <= 0 OR enqueued_at < :cutoff)
+  AND (:seqs IS NULL OR id IN (SELECT value FROM json_each(:seqs)))
 """
 
 # A cross-queue target must be a queue row (a topic name is not): primary-key probe.
@@ -143,7 +152,11 @@ def chunk_plan(max: int, rate_per_sec: int) -> Iterator[tuple[int, bool]]:
             yield rows, rate_per_sec > 0 and quota == 0
 
 
-def _validate(max: int, older_than_ms: int) -> None:
+def _validate(max: int, older_than_ms: int, seq_numbers: Sequence[int]) -> None:
+    if len(seq_numbers) > defaults.MAX_DLQ_SELECTION:
+        raise InvalidArgument(
+            f"seq_numbers: at most {defaults.MAX_DLQ_SELECTION} per call, got {len(seq_numbers)}"
+        )
     if max < 0:
         raise InvalidArgument("max must not be negative")
     if older_than_ms < 0:
@@ -157,14 +170,16 @@ def _chunk(
     max: int,
     older_than_ms: int,
     walk: Walk | None,
-) -> tuple[int, int, dict[str, int | str]]:
+    seq_numbers: Sequence[int] = (),
+) -> tuple[int, int, dict[str, int | str | None]]:
     """Fix the chunk: ``(size, last id, parameters that re-select exactly it)``."""
     walk = walk or Walk()
-    params: dict[str, int | str] = {
+    params: dict[str, int | str | None] = {
         "queue": queue,
         "older_than": older_than_ms,
         "cutoff": (walk.since or now_ms) - older_than_ms,
         "after": walk.after,
+        "seqs": json.dumps([int(s) for s in seq_numbers]) if seq_numbers else None,
     }
     count, last = conn.execute(
         DLQ_CHUNK_SQL, {**params, "bound": walk.bound, "limit": max if max > 0 else -1}
@@ -182,15 +197,16 @@ def redrive(
     max: int,
     older_than_ms: int,
     walk: Walk | None = None,
+    seq_numbers: Sequence[int] = (),
 ) -> tuple[int, int]:
     """Move one chunk of ``queue``'s dead letters back to active, in place or into
     ``target`` (the next of ``walk``, if given). Returns ``(moved, last source id
     moved)``; ``(0, 0)`` if none."""
-    _validate(max, older_than_ms)
+    _validate(max, older_than_ms, seq_numbers)
     cross = bool(target) and target != queue
     if cross and conn.execute(QUEUE_EXISTS_SQL, {"name": target}).fetchone() is None:
         raise QueueNotFound(f"target queue not found: {target}")
-    moved, last, chunk = _chunk(conn, now_ms, queue, max, older_than_ms, walk)
+    moved, last, chunk = _chunk(conn, now_ms, queue, max, older_than_ms, walk, seq_numbers)
     if not moved:
         return 0, 0
     if cross:
@@ -211,12 +227,14 @@ def purge(
     max: int,
     older_than_ms: int,
     walk: Walk | None = None,
+    seq_numbers: Sequence[int] = (),
 ) -> tuple[int, int]:
     """Delete ``queue``'s dead letters: the oldest ``max`` (0 = all) enqueued before
     ``now - older_than_ms`` (0 = any age), the next of ``walk`` if given. Both zero
-    purges the whole DLQ. Returns ``(purged, last id purged)``; ``(0, 0)`` if none."""
-    _validate(max, older_than_ms)
-    count, last, chunk = _chunk(conn, now_ms, queue, max, older_than_ms, walk)
+    purges the whole DLQ; ``seq_numbers`` narrows it to those dead letters. Returns
+    ``(purged, last id purged)``; ``(0, 0)`` if none."""
+    _validate(max, older_than_ms, seq_numbers)
+    count, last, chunk = _chunk(conn, now_ms, queue, max, older_than_ms, walk, seq_numbers)
     if not count:
         return 0, 0
     deleted: int = conn.execute(DLQ_DELETE_CHUNK_SQL, chunk).rowcount

@@ -19,6 +19,7 @@ from mqlite.engine.core import serialized
 from mqlite.engine.keys import KeyOps
 from mqlite.engine.notify import Waiter
 from mqlite.engine.observe import ObserveOps
+from mqlite.engine.schedules import ScheduleOps
 from mqlite.engine.send import Route, SendResult
 from mqlite.engine.storage_errors import translate
 from mqlite.engine.topic_ops import TopicOps
@@ -44,7 +45,7 @@ from mqlite.types import (
 MESSAGE_STATE_SQL = "SELECT state FROM messages WHERE id = ?"
 
 
-class Engine(AdminOps, KeyOps, TopicOps, ObserveOps):
+class Engine(AdminOps, KeyOps, TopicOps, ObserveOps, ScheduleOps):
     """The broker core on one SQLite database. Thread-safe; knows nothing of HTTP."""
 
     # -- queues ---------------------------------------------------------------------------

@@ -18,7 +18,7 @@ so the store keeps one row in ``broker_lease``:
 - **Released** at close (the row deleted if it is still ours), so the next broker opens at
   once instead of waiting for the expiry.
 
-The table exists only on remote stores: a local file keeps exactly the schema of token 7
+The table exists only on remote stores: a local file keeps exactly the schema of its token
 (the golden dump, shared with the original and the backups), and its flock already does
 the job. It is created here with ``IF NOT EXISTS``; a mqlite without it ignores the table.
 Expiries are wall-clock ms of the injected clock; brokers on one database are assumed to

@@ -4,9 +4,10 @@ same transaction that checks it, or refused if no path leads there.
 Token 5 is the original's v0.3.x schema (and ours before bodies moved out): going to 6
 only adds a column (``ALTER TABLE ... ADD COLUMN``, O(1): no row is rewritten) and the
 ``bodies`` table (created by the ordinary ``CREATE TABLE IF NOT EXISTS`` pass). Rows keep
-their inline bodies; new large ones go to ``bodies``. 6 -> 7 adds the queue retry policy
-and the message's last error, columns only. Every step is additive, so a failure
-rolls back to the untouched old database.
+their inline bodies; new large ones go to ``bodies``. Going from 6 to 7 only adds the
+``schedules`` table (cron schedules), again by the ordinary ``CREATE ... IF NOT EXISTS``
+pass; 7 -> 8 adds the queue retry policy and the message's last error, columns only.
+Every step is additive, so a failure rolls back to the untouched old database.
 """
 
 from __future__ import annotations
@@ -21,9 +22,10 @@ STEPS: dict[str, tuple[str, tuple[str, ...]]] = {
         "6",
         ("ALTER TABLE messages ADD COLUMN external_body_bytes INTEGER NOT NULL DEFAULT 0",),
     ),
+    "6": ("7", ()),  # the schedules table and its index: created by the schema pass
     # The queue retry policy and the last error of a message: columns only, O(1).
-    "6": (
-        "7",
+    "7": (
+        "8",
         (
             "ALTER TABLE queues ADD COLUMN retry_initial_delay_ms INTEGER NOT NULL DEFAULT 0",
             "ALTER TABLE queues ADD COLUMN retry_multiplier REAL NOT NULL DEFAULT 2.0",

@@ -187,6 +187,29 @@ REPLICATION_DISABLED = Replication("disabled", None, None)
 
 
 @dataclass(frozen=True, slots=True)
+class ScheduleMeasure:
+    """One cron schedule (engine/schedule_measures.py): slots sent since the engine
+    started, and how far behind its timetable it is."""
+
+    schedule: str
+    fired: int
+    lag_seconds: float  # a due, unsent slot: now - slot; else its latest firing's lag (10 min)
+
+
+@dataclass(frozen=True, slots=True)
+class Schedules:
+    """The cron schedules block: whether the read of due slots worked, how many schedules
+    have a due slot not yet sent, and each schedule that fired since start or is due."""
+
+    state: str  # available | unavailable
+    overdue: int
+    schedules: tuple[ScheduleMeasure, ...]
+
+
+NO_SCHEDULES = Schedules("available", 0, ())
+
+
+@dataclass(frozen=True, slots=True)
 class Observation:
     sampled_at_ms: int
     started_at_ms: int
@@ -204,3 +227,4 @@ class Observation:
     filters: tuple[FilterFailure, ...]
     http: Http
     replication: Replication = REPLICATION_DISABLED
+    schedules: Schedules = NO_SCHEDULES

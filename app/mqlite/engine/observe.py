@@ -161,6 +161,7 @@ class ObserveOps(EngineCore):
                 o.FilterFailure(stage, n) for stage, n in self.filter_failures.by_stage()
             ),
             http=o.NOT_APPLICABLE,
+            schedules=self.schedule_measures.observe(self.store.reader, now),
         )
         return observed, rows, counts, known
 

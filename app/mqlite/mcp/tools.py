@@ -81,14 +81,14 @@ RECEIVE_BOUNDS = {
 def _purge_bounded(args: Arguments) -> tuple[wire.Route[Any, Any], Arguments]:
     """The wire purges the whole DLQ when both bounds are zero; a tool call must say so."""
     everything = args.pop("all", False)
-    bounded = bool(args.get("max") or args.get("older_than_ms"))
+    bounded = bool(args.get("max") or args.get("older_than_ms") or args.get("seq_numbers"))
     if everything is True and bounded:
         raise errors.InvalidArgument(
-            "purge: give a bound (max, older_than_ms) or `all: true`, not both"
+            "purge: give a bound (max, older_than_ms, seq_numbers) or `all: true`, not both"
         )
     if everything is not True and not bounded:
         raise errors.InvalidArgument(
-            "purge refused: give a bound (max and/or older_than_ms), or the argument "
+            "purge refused: give a bound (max, older_than_ms and/or seq_numbers), or the argument "
             "`all: true` to purge every dead letter of the queue"
         )
     return wire.PURGE, args
@@ -340,6 +340,33 @@ TOOLS: tuple[Tool, ...] = (
         D,
         "Destructive: revoke a managed access key by its public `id`, for good (revoking "
         "again succeeds); clients using it are refused from then on.",
+    ),
+    Tool(
+        "create_schedule",
+        wire.CREATE_SCHEDULE,
+        W,
+        "Create or replace (by `name`) a cron schedule: at every slot of `cron` (five fields "
+        "minute hour day-of-month month day-of-week, or @hourly/@daily/@weekly/@monthly/"
+        "@yearly) in IANA `timezone` (default UTC) the broker sends `message` to `queue` (a "
+        "queue, or a topic that fans out), once per slot, with message_id "
+        "cron:<name>:<slot epoch ms>. `catch_up` latest (default) sends the most recent "
+        "slot missed while the broker was down, skip sends none; `paused` keeps it without "
+        "firing. Repeating the call is harmless.",
+    ),
+    Tool(
+        "list_schedules",
+        wire.LIST_SCHEDULES,
+        R,
+        "List every cron schedule with its cron, timezone, target, `status` (active, paused "
+        "or target missing: its queue or topic is gone, so it does not fire), the next slot "
+        "(`next_fire_at_ms`), the last one sent and how many were sent.",
+    ),
+    Tool(
+        "delete_schedule",
+        wire.DELETE_SCHEDULE,
+        D,
+        "Destructive: delete a cron schedule by `name`; it fires no more slots (messages it "
+        "already sent stay). `deleted` is false when there was no such schedule.",
     ),
 )
 

@@ -18,6 +18,7 @@ from mqlite.types import (
     QueueConfig,
     QueueEnsured,
     QueueInfo,
+    Schedule,
     Stats,
     Subscription,
 )
@@ -173,13 +174,20 @@ class AsyncMethods(AsyncDriver):
         max: int = 0,
         older_than_ms: int = 0,
         rate_per_sec: int = 0,
+        seq_numbers: Sequence[int] = (),
     ) -> int:
-        """Move dead letters back to active here, or into ``target``; returns moved count."""
-        return await self._run(calls.redrive(queue, target, max, older_than_ms, rate_per_sec))
+        """Move dead letters back to active here, or into ``target``; returns moved count.
+        ``seq_numbers`` narrows it to those dead letters (at most 1000)."""
+        return await self._run(
+            calls.redrive(queue, target, max, older_than_ms, rate_per_sec, seq_numbers)
+        )
 
-    async def purge(self, queue: str, max: int = 0, older_than_ms: int = 0) -> int:
-        """Delete dead letters (oldest first); both bounds zero purges the whole DLQ."""
-        return await self._run(calls.purge(queue, max, older_than_ms))
+    async def purge(
+        self, queue: str, max: int = 0, older_than_ms: int = 0, seq_numbers: Sequence[int] = ()
+    ) -> int:
+        """Delete dead letters (oldest first); all bounds empty purges the whole DLQ.
+        ``seq_numbers`` narrows it to those dead letters (at most 1000)."""
+        return await self._run(calls.purge(queue, max, older_than_ms, seq_numbers))
 
     async def status(self) -> wire.StatusResponse:
         """A desensitized runtime snapshot (never a DSN or a token)."""
@@ -209,3 +217,27 @@ class AsyncMethods(AsyncDriver):
     async def revoke_key(self, id: str) -> None:
         """Revoke an access key (revoking again succeeds)."""
         await self._run(calls.revoke_key(id))
+
+    async def create_schedule(
+        self,
+        name: str,
+        cron: str,
+        queue: str,
+        message: OutMessage,
+        timezone: str = "UTC",
+        catch_up: str = "latest",
+        paused: bool = False,
+    ) -> Schedule:
+        """Create or replace schedule ``name``: ``message`` goes to ``queue`` (a queue, or a
+        topic that fans out) at every slot of ``cron`` in ``timezone``; returns it as listed."""
+        return await self._run(
+            calls.create_schedule(name, cron, queue, message, timezone, catch_up, paused)
+        )
+
+    async def delete_schedule(self, name: str) -> bool:
+        """Delete schedule ``name``; False when there was none (deleting is idempotent)."""
+        return await self._run(calls.delete_schedule(name))
+
+    async def list_schedules(self) -> list[Schedule]:
+        """Every schedule by name, with its next and last firing and its status."""
+        return await self._run(calls.list_schedules())

@@ -16,6 +16,7 @@ from mqlite.types import (
     QueueConfig,
     QueueEnsured,
     QueueInfo,
+    Schedule,
     Stats,
     Subscription,
 )
@@ -104,9 +105,12 @@ class EngineVerbs(Protocol):
         max: int = 0,
         older_than_ms: int = 0,
         rate_per_sec: int = 0,
+        seq_numbers: Sequence[int] = (),
     ) -> int: ...
 
-    def purge(self, queue: str, max: int = 0, older_than_ms: int = 0) -> int: ...
+    def purge(
+        self, queue: str, max: int = 0, older_than_ms: int = 0, seq_numbers: Sequence[int] = ()
+    ) -> int: ...
 
     def create_key(
         self, id: str, name: str, permissions: Sequence[str], expires_at_ms: int = 0
@@ -117,6 +121,21 @@ class EngineVerbs(Protocol):
     ) -> tuple[list[AccessKey], str]: ...
 
     def revoke_key(self, id: str) -> None: ...
+
+    def create_schedule(
+        self,
+        name: str,
+        cron: str,
+        queue: str,
+        message: OutMessage,
+        timezone: str = "UTC",
+        catch_up: str = "latest",
+        paused: bool = False,
+    ) -> Schedule: ...
+
+    def delete_schedule(self, name: str) -> bool: ...
+
+    def list_schedules(self) -> list[Schedule]: ...
 
 
 class EmbeddedMethods:
@@ -268,13 +287,18 @@ class EmbeddedMethods:
         max: int = 0,
         older_than_ms: int = 0,
         rate_per_sec: int = 0,
+        seq_numbers: Sequence[int] = (),
     ) -> int:
-        """Move dead letters back to active here, or into ``target``; returns moved count."""
-        return self._engine.redrive(queue, target, max, older_than_ms, rate_per_sec)
+        """Move dead letters back to active here, or into ``target``; returns moved count.
+        ``seq_numbers`` narrows it to those dead letters (at most 1000)."""
+        return self._engine.redrive(queue, target, max, older_than_ms, rate_per_sec, seq_numbers)
 
-    def purge(self, queue: str, max: int = 0, older_than_ms: int = 0) -> int:
-        """Delete dead letters (oldest first); both bounds zero purges the whole DLQ."""
-        return self._engine.purge(queue, max, older_than_ms)
+    def purge(
+        self, queue: str, max: int = 0, older_than_ms: int = 0, seq_numbers: Sequence[int] = ()
+    ) -> int:
+        """Delete dead letters (oldest first); all bounds empty purges the whole DLQ.
+        ``seq_numbers`` narrows it to those dead letters (at most 1000)."""
+        return self._engine.purge(queue, max, older_than_ms, seq_numbers)
 
     def create_key(
         self, id: str, name: str, permissions: Sequence[str], expires_at_ms: int = 0
@@ -293,3 +317,25 @@ class EmbeddedMethods:
     def revoke_key(self, id: str) -> None:
         """Revoke an access key (revoking again succeeds)."""
         self._engine.revoke_key(id)
+
+    def create_schedule(
+        self,
+        name: str,
+        cron: str,
+        queue: str,
+        message: OutMessage,
+        timezone: str = "UTC",
+        catch_up: str = "latest",
+        paused: bool = False,
+    ) -> Schedule:
+        """Create or replace schedule ``name``: ``message`` goes to ``queue`` (a queue, or a
+        topic that fans out) at every slot of ``cron`` in ``timezone``; returns it as listed."""
+        return self._engine.create_schedule(name, cron, queue, message, timezone, catch_up, paused)
+
+    def delete_schedule(self, name: str) -> bool:
+        """Delete schedule ``name``; False when there was none (deleting is idempotent)."""
+        return self._engine.delete_schedule(name)
+
+    def list_schedules(self) -> list[Schedule]:
+        """Every schedule by name, with its next and last firing and its status."""
+        return self._engine.list_schedules()

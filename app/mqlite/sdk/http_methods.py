@@ -17,6 +17,7 @@ from mqlite.types import (
     QueueConfig,
     QueueEnsured,
     QueueInfo,
+    Schedule,
     Stats,
     Subscription,
 )
@@ -168,13 +169,20 @@ class HttpMethods(SyncDriver):
         max: int = 0,
         older_than_ms: int = 0,
         rate_per_sec: int = 0,
+        seq_numbers: Sequence[int] = (),
     ) -> int:
-        """Move dead letters back to active here, or into ``target``; returns moved count."""
-        return self._run(calls.redrive(queue, target, max, older_than_ms, rate_per_sec))
+        """Move dead letters back to active here, or into ``target``; returns moved count.
+        ``seq_numbers`` narrows it to those dead letters (at most 1000)."""
+        return self._run(
+            calls.redrive(queue, target, max, older_than_ms, rate_per_sec, seq_numbers)
+        )
 
-    def purge(self, queue: str, max: int = 0, older_than_ms: int = 0) -> int:
-        """Delete dead letters (oldest first); both bounds zero purges the whole DLQ."""
-        return self._run(calls.purge(queue, max, older_than_ms))
+    def purge(
+        self, queue: str, max: int = 0, older_than_ms: int = 0, seq_numbers: Sequence[int] = ()
+    ) -> int:
+        """Delete dead letters (oldest first); all bounds empty purges the whole DLQ.
+        ``seq_numbers`` narrows it to those dead letters (at most 1000)."""
+        return self._run(calls.purge(queue, max, older_than_ms, seq_numbers))
 
     def status(self) -> wire.StatusResponse:
         """A desensitized runtime snapshot (never a DSN or a token)."""
@@ -204,3 +212,27 @@ class HttpMethods(SyncDriver):
     def revoke_key(self, id: str) -> None:
         """Revoke an access key (revoking again succeeds)."""
         self._run(calls.revoke_key(id))
+
+    def create_schedule(
+        self,
+        name: str,
+        cron: str,
+        queue: str,
+        message: OutMessage,
+        timezone: str = "UTC",
+        catch_up: str = "latest",
+        paused: bool = False,
+    ) -> Schedule:
+        """Create or replace schedule ``name``: ``message`` goes to ``queue`` (a queue, or a
+        topic that fans out) at every slot of ``cron`` in ``timezone``; returns it as listed."""
+        return self._run(
+            calls.create_schedule(name, cron, queue, message, timezone, catch_up, paused)
+        )
+
+    def delete_schedule(self, name: str) -> bool:
+        """Delete schedule ``name``; False when there was none (deleting is idempotent)."""
+        return self._run(calls.delete_schedule(name))
+
+    def list_schedules(self) -> list[Schedule]:
+        """Every schedule by name, with its next and last firing and its status."""
+        return self._run(calls.list_schedules())

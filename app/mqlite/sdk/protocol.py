@@ -29,6 +29,7 @@ from mqlite.types import (
     QueueConfig,
     QueueEnsured,
     QueueInfo,
+    Schedule,
     Stats,
     Subscription,
 )
@@ -157,11 +158,16 @@ class Client(Protocol):
         max: int = 0,
         older_than_ms: int = 0,
         rate_per_sec: int = 0,
+        seq_numbers: Sequence[int] = (),
     ) -> int:
-        """Move dead letters back to active here, or into ``target``; returns moved count."""
+        """Move dead letters back to active here, or into ``target``; returns moved count.
+        ``seq_numbers`` narrows it to those dead letters (at most 1000)."""
 
-    def purge(self, queue: str, max: int = 0, older_than_ms: int = 0) -> int:
-        """Delete dead letters (oldest first); both bounds zero purges the whole DLQ."""
+    def purge(
+        self, queue: str, max: int = 0, older_than_ms: int = 0, seq_numbers: Sequence[int] = ()
+    ) -> int:
+        """Delete dead letters (oldest first); all bounds empty purges the whole DLQ.
+        ``seq_numbers`` narrows it to those dead letters (at most 1000)."""
 
     def status(self) -> wire.StatusResponse:
         """A desensitized runtime snapshot (never a DSN or a token)."""
@@ -186,6 +192,25 @@ class Client(Protocol):
 
     def revoke_key(self, id: str) -> None:
         """Revoke an access key (revoking again succeeds)."""
+
+    def create_schedule(
+        self,
+        name: str,
+        cron: str,
+        queue: str,
+        message: OutMessage,
+        timezone: str = "UTC",
+        catch_up: str = "latest",
+        paused: bool = False,
+    ) -> Schedule:
+        """Create or replace schedule ``name``: ``message`` goes to ``queue`` (a queue, or a
+        topic that fans out) at every slot of ``cron`` in ``timezone``; returns it as listed."""
+
+    def delete_schedule(self, name: str) -> bool:
+        """Delete schedule ``name``; False when there was none (deleting is idempotent)."""
+
+    def list_schedules(self) -> list[Schedule]:
+        """Every schedule by name, with its next and last firing and its status."""
 
     def close(self) -> None:
         """Release the client; later calls raise ``Closed``. Idempotent."""

@@ -284,7 +284,13 @@ async def redrive(ctx: Context, req: w.RedriveRequest) -> Any:
     try:
         for chunk, pause in chunk_plan(req.max, req.rate_per_sec):
             n, walk = await ctx.call(
-                ctx.engine.redrive_chunk, req.queue, target, chunk, req.older_than_ms, walk
+                ctx.engine.redrive_chunk,
+                req.queue,
+                target,
+                chunk,
+                req.older_than_ms,
+                walk,
+                req.seq_numbers,
             )
             moved += n
             ctx.log["n"] = moved
@@ -312,7 +318,9 @@ async def purge(ctx: Context, req: w.PurgeRequest) -> Any:
     purged = 0
     walk: Walk | None = None
     for chunk, _ in chunk_plan(req.max, 0):
-        n, walk = await ctx.call(ctx.engine.purge_chunk, req.queue, chunk, req.older_than_ms, walk)
+        n, walk = await ctx.call(
+            ctx.engine.purge_chunk, req.queue, chunk, req.older_than_ms, walk, req.seq_numbers
+        )
         purged += n
         ctx.log["n"] = purged
         if n < chunk or ctx.runtime.draining:
@@ -363,3 +371,33 @@ async def list_keys(ctx: Context, req: w.ListKeysRequest) -> Any:
 async def revoke_key(ctx: Context, req: w.RevokeKeyRequest) -> Any:
     await ctx.call(ctx.engine.revoke_key, req.id)
     return w.SettleResponse()
+
+
+# -- AdminService: cron schedules (docs/cron.md) ------------------------------------------
+
+
+@rpc("AdminService/CreateSchedule")
+async def create_schedule(ctx: Context, req: w.CreateScheduleRequest) -> Any:
+    ctx.log.update(schedule=req.name, queue=req.queue)
+    schedule = await ctx.call(
+        ctx.engine.create_schedule,
+        req.name,
+        req.cron,
+        req.queue,
+        req.out_message(),
+        req.timezone,
+        req.catch_up,
+        req.paused,
+    )
+    return w.ScheduleResponse.of(schedule)
+
+
+@rpc("AdminService/DeleteSchedule")
+async def delete_schedule(ctx: Context, req: w.DeleteScheduleRequest) -> Any:
+    ctx.log["schedule"] = req.name
+    return w.DeleteScheduleResponse(await ctx.call(ctx.engine.delete_schedule, req.name))
+
+
+@rpc("AdminService/ListSchedules")
+async def list_schedules(ctx: Context, _: w.EmptyRequest) -> Any:
+    return w.ListSchedulesResponse.of(await ctx.call(ctx.engine.list_schedules))

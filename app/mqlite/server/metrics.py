@@ -64,12 +64,30 @@ class _ObservationCollector(Collector):
         yield from self._storage()
         yield from self._maintenance()
         yield from self._replication()
+        yield from self._schedules()
         f = CounterMetricFamily(
             "mqlite_filter_failures", "Subscription filter routing failures.", labels=["stage"]
         )
         for ff in self.o.filters:
             f.add_metric([ff.stage], ff.count)
         yield f
+
+    def _schedules(self) -> Iterator[Metric]:
+        """Cron schedules (docs/cron.md): one series per schedule that fired since start or
+        has a due slot (at most MAX_SCHEDULES)."""
+        fired = CounterMetricFamily(
+            "mqlite_schedule_fired", "Cron slots sent since start.", labels=["schedule"]
+        )
+        lag = GaugeMetricFamily(
+            "mqlite_schedule_lag_seconds",
+            "How far behind its timetable a schedule is (due slot age, or the latest "
+            "firing's fire time minus slot time for 10 minutes).",
+            labels=["schedule"],
+        )
+        for s in self.o.schedules.schedules:
+            fired.add_metric([s.schedule], s.fired)
+            lag.add_metric([s.schedule], s.lag_seconds)
+        yield from (fired, lag)
 
     def _replication(self) -> Iterator[Metric]:
         """Litestream's lag: the two measured gauges are absent unless it answered."""

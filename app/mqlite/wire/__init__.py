@@ -13,7 +13,7 @@ Each JSON object is declared ONCE, as a ``msgspec.Struct``; everything else is d
 - ``openapi``: ``openapi_document(version)`` from the same Structs.
 """
 
-from . import admin_service, auth_service, observability, queue_service
+from . import admin_service, auth_service, observability, queue_service, schedule_service
 from .admin_service import *  # noqa: F403 (each service module lists its __all__)
 from .auth_service import *  # noqa: F403
 from .base import PATH_PREFIX, Route
@@ -33,6 +33,7 @@ from .queue_info import QueueConfigJSON, QueueInfoJSON
 from .queue_service import *  # noqa: F403
 from .queue_service import SettleResponse
 from .routes import ROUTES, ROUTES_BY_PATH
+from .schedule_service import *  # noqa: F403
 
 # ``{"ok": true}`` answers (the settle verbs, Cancel, RevokeKey) under their older name.
 OkResponse = SettleResponse
@@ -65,3 +66,4 @@ __all__ += queue_service.__all__
 __all__ += admin_service.__all__
 __all__ += auth_service.__all__
 __all__ += observability.__all__
+__all__ += schedule_service.__all__

@@ -10,6 +10,7 @@ from typing import Annotated, Any
 
 from msgspec import UNSET, UnsetType, field
 
+from mqlite import defaults
 from mqlite import types as t
 
 from .base import I64, Doc, Request, Response, Route, Snapshot, from_attributes
@@ -251,6 +252,12 @@ TEST_FILTER = Route(
 # -- Redrive / Purge ---------------------------------------------------------------------
 
 
+_SELECTION = (
+    f"only these dead letters (at most {defaults.MAX_DLQ_SELECTION}; others are skipped); "
+    "empty = by the bounds"
+)
+
+
 class RedriveRequest(Request):
     """``target`` "" = back to this queue's active state; zero bounds = all."""
 
@@ -259,6 +266,7 @@ class RedriveRequest(Request):
     max: Annotated[I64, Doc("at most this many; 0 = all")] = 0
     older_than_ms: Annotated[I64, Doc("only dead letters older than this; 0 = all")] = 0
     rate_per_sec: Annotated[I64, Doc("pace: this many per second; 0 = at once")] = 0
+    seq_numbers: Annotated[tuple[I64, ...], Doc(_SELECTION)] = ()
 
 
 class RedriveResponse(Snapshot):
@@ -278,6 +286,7 @@ class PurgeRequest(Request):
     queue: QueueName
     max: Annotated[I64, Doc("at most this many; 0 = all")] = 0
     older_than_ms: Annotated[I64, Doc("only dead letters older than this; 0 = all")] = 0
+    seq_numbers: Annotated[tuple[I64, ...], Doc(_SELECTION)] = ()
 
 
 class PurgeResponse(Snapshot):

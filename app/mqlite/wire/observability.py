@@ -202,6 +202,26 @@ class ReplicationJSON(Snapshot):
     lag_seconds: Annotated[float | None, Doc("age of the last sync; null if unknown")] = None
 
 
+class ScheduleMeasureJSON(Snapshot):
+    """One cron schedule: slots sent since start, and how far behind its timetable it is."""
+
+    schedule: str = ""
+    fired: Annotated[I64, Doc("slots sent since the broker started")] = 0
+    lag_seconds: Annotated[
+        float, Doc("a due unsent slot: now - slot; else the latest firing's lag (for 10 min)")
+    ] = 0.0
+
+
+class SchedulesJSON(Snapshot):
+    """Cron schedules (docs/cron.md): those that fired since start or have a due slot."""
+
+    state: Annotated[str, Doc("available | unavailable (the read of due slots failed)")] = (
+        "available"
+    )
+    overdue: Annotated[I64, Doc("schedules with a due slot not yet sent")] = 0
+    schedules: tuple[ScheduleMeasureJSON, ...] = ()
+
+
 class ObserveResponse(Snapshot):
     """The canonical broker observation (the source of /metrics, CLI observe, ...)."""
 
@@ -223,6 +243,7 @@ class ObserveResponse(Snapshot):
     filters: tuple[FilterFailureJSON, ...] = ()
     http: HttpJSON = field(default_factory=HttpJSON)
     replication: ReplicationJSON = field(default_factory=ReplicationJSON)
+    schedules: SchedulesJSON = field(default_factory=SchedulesJSON)
 
     @classmethod
     def of(cls, observation: Any, access: str | None = None) -> ObserveResponse:

@@ -10,6 +10,7 @@ Subparsers = argparse._SubParsersAction
 def register_all(sub: Subparsers, common: argparse.ArgumentParser) -> None:  # type: ignore[type-arg]
     from mqlite.cli.commands import (
         backup,
+        cron,
         dlq,
         keys,
         local,
@@ -20,5 +21,5 @@ def register_all(sub: Subparsers, common: argparse.ArgumentParser) -> None:  # t
         settle,
     )
 
-    for module in (queues, observe, messages, receive, settle, dlq, keys, local, backup):
+    for module in (queues, observe, messages, receive, settle, dlq, keys, local, backup, cron):
         module.register(sub, common)

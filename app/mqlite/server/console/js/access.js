@@ -14,6 +14,7 @@ export function featuresOf(card) {
     deleteQueue: has("AdminService/DeleteQueue"),
     unsubscribe: has("AdminService/Unsubscribe"),
     keys: has("AuthService/CreateKey"),
+    schedules: has("AdminService/ListSchedules"),
     authOff: card.auth === "none",
   };
 }
@@ -21,7 +22,25 @@ export function featuresOf(card) {
 /** The credential is valid but not one the console can use (send/listen keys). */
 export class NotForConsole extends Error {}
 
-/** "manage" | "monitor" | "anonymous" (auth off); throws BrokerError 401, NotForConsole. */
+/** What an application key may do. Stats and Send are called with an empty body: the
+ *  broker checks the permission (403) before it decodes the body (400), so the probe
+ *  reads and sends nothing. Both 4xx appear in the browser's log: they are the probe. */
+export async function appPermissions(api) {
+  const may = async (method) => {
+    try {
+      await api.call(method, {});
+      return true;
+    } catch (err) {
+      if (err instanceof BrokerError && err.status === 403) return false;
+      if (err instanceof BrokerError && err.status === 400) return true;
+      throw err;
+    }
+  };
+  return { listen: await may("QueueService/Stats"), send: await may("QueueService/Send") };
+}
+
+/** "manage" | "monitor" | "anonymous" (auth off) | "app" (a send/listen key: see
+ *  ``appPermissions``); throws BrokerError 401, NotForConsole. */
 export async function resolveAccess(api, features) {
   if (features.authOff) return "anonymous";
   try {
@@ -40,6 +59,8 @@ export async function resolveAccess(api, features) {
       );
     }
     if (err instanceof BrokerError && err.status === 403) {
+      const perms = await appPermissions(api);
+      if (perms.send || perms.listen) return "app";
       throw new NotForConsole(
         "This credential is an application key (send and/or listen). The console needs manage: " +
           "a configured administrator token or a managed key with the manage permission" +

@@ -45,3 +45,33 @@ export function confirmAction({ title, body, expected = null, prompt, action, da
     (input || cancel).focus();
   });
 }
+
+/** A modal form: ``fields`` are [{name, label, control, hint?}]; resolves {name: value}
+ *  on submit (Enter in a field submits), null on Cancel or Escape. */
+export function formDialog({ title, intro, fields, action, danger = false }) {
+  const opener = document.activeElement;
+  const titleId = uid("dlg");
+  const rows = fields.map((f) => {
+    f.control.id = f.control.id || uid("dlgf");
+    return h("div", { class: "field" }, h("label", { for: f.control.id }, f.label), f.control, f.hint ? h("p", { class: "hint" }, f.hint) : null);
+  });
+  const go = h("button", { type: "submit", class: danger ? "danger" : "primary" }, action);
+  const cancel = h("button", { type: "button", class: "secondary" }, "Cancel");
+  const form = h("form", { method: "dialog" }, h("h2", { id: titleId }, title), intro || null, rows, h("div", { class: "actions" }, cancel, go));
+  const dialog = h("dialog", { "aria-labelledby": titleId, class: "confirm" }, form);
+  document.body.append(dialog);
+  return new Promise((resolve) => {
+    let values = null;
+    cancel.addEventListener("click", () => dialog.close());
+    form.addEventListener("submit", () => {
+      values = Object.fromEntries(fields.map((f) => [f.name, f.control.value]));
+    });
+    dialog.addEventListener("close", () => {
+      dialog.remove();
+      if (opener && opener.isConnected) opener.focus();
+      resolve(values);
+    });
+    dialog.showModal();
+    (fields[0] ? fields[0].control : cancel).focus();
+  });
+}

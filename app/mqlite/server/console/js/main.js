@@ -3,7 +3,7 @@
 // and owns the one poller and its freshness display.
 
 import { createApi, describe, discover } from "./api.js";
-import { featuresOf, NotForConsole, resolveAccess } from "./access.js";
+import { appPermissions, featuresOf, NotForConsole, resolveAccess } from "./access.js";
 import { fill, h } from "./dom.js";
 import { clock, duration } from "./format.js";
 import { Poller } from "./poller.js";
@@ -15,6 +15,8 @@ import * as queues from "./views/queues.js";
 import * as queue from "./views/queue.js";
 import * as topics from "./views/topics.js";
 import * as keys from "./views/keys.js";
+import * as schedules from "./views/schedules.js";
+import * as openQueue from "./views/open_queue.js";
 
 const $ = (id) => document.getElementById(id);
 const main = $("main");
@@ -22,9 +24,11 @@ const main = $("main");
 const ROUTES = [
   { re: /^#?\/?$/, name: "overview", view: overview, monitor: true },
   { re: /^#\/queues$/, name: "queues", view: queues },
-  { re: /^#\/queues\/(.+)$/, name: "queues", view: queue },
+  { re: /^#\/queues\/(.+)$/, name: "queues", view: queue, app: true },
+  { re: /^#\/open$/, name: "open", view: openQueue, app: true },
   { re: /^#\/topics$/, name: "topics", view: topics },
   { re: /^#\/keys$/, name: "keys", view: keys },
+  { re: /^#\/schedules$/, name: "schedules", view: schedules },
 ];
 
 const app = {
@@ -81,8 +85,12 @@ function setupRefreshControls() {
 function showShell(signedIn) {
   $("nav").hidden = !signedIn;
   $("session").hidden = !signedIn;
-  for (const li of document.querySelectorAll("[data-needs=manage]")) li.hidden = app.access === "monitor";
-  const who = { manage: "manage", monitor: "monitor (read-only)", anonymous: "auth off" }[app.access] || "";
+  for (const li of document.querySelectorAll("[data-needs=manage]")) li.hidden = app.access === "monitor" || app.access === "app";
+  for (const li of document.querySelectorAll("[data-needs=schedules]")) li.hidden = app.access === "monitor" || app.access === "app" || !app.features.schedules;
+  for (const li of document.querySelectorAll("[data-needs=observe]")) li.hidden = app.access === "app";
+  for (const li of document.querySelectorAll("[data-needs=app]")) li.hidden = app.access !== "app";
+  const perms = app.perms ? ["send", "listen"].filter((p) => app.perms[p]).join(" + ") : "";
+  const who = { manage: "manage", monitor: "monitor (read-only)", anonymous: "auth off", app: `application key (${perms})` }[app.access] || "";
   $("who").textContent = signedIn ? `Signed in: ${who}` : "";
 }
 
@@ -109,6 +117,7 @@ async function signIn(token) {
   app.signingIn = true;
   try {
     app.access = await resolveAccess(app.api, app.features);
+    app.perms = app.access === "app" ? await appPermissions(app.api) : null;
   } catch (err) {
     session.clearToken();
     app.access = null;
@@ -142,12 +151,17 @@ function route() {
     else a.removeAttribute("aria-current");
   }
   fill(main);
-  const ctx = { api: app.api, access: app.access, features: app.features, card: app.card, poller: app.poller };
+  const ctx = { api: app.api, access: app.access, perms: app.perms, features: app.features, card: app.card, poller: app.poller };
   // A malformed escape (#/queues/%E0%A4%A) names nothing: "Not found", not a blank page
   // (decodeURIComponent throws URIError on it).
   const param = match && match.m[1] ? decodedParam(match.m[1]) : undefined;
   if (!match || param === null) {
     fill(main, h("h1", { tabindex: "-1", id: "page-title" }, "Not found"), h("p", {}, h("a", { href: "#/" }, "Go to the overview")));
+  } else if (app.access === "app" && match.r.name === "overview") {
+    location.replace("#/open"); // an application key has no overview (Observe needs monitor or manage)
+    return;
+  } else if (app.access === "app" && !match.r.app) {
+    fill(main, h("h1", { tabindex: "-1", id: "page-title" }, "Manage credential needed"), needsManage(app.access));
   } else if (app.access === "monitor" && !match.r.monitor) {
     fill(main, h("h1", { tabindex: "-1", id: "page-title" }, "Manage credential needed"), needsManage(app.access));
   } else {

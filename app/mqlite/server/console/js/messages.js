@@ -1,6 +1,7 @@
 // Browsing a queue with Peek: pick a state, page by seq_number, and read each message —
-// its metadata, its properties and its body decoded as JSON (pretty-printed), text, or a
-// hex dump, switchable per message. Peek locks nothing and changes nothing.
+// every field the wire carries, its properties and its body decoded as JSON
+// (pretty-printed), text, or a hex dump, switchable per message, or downloaded as bytes.
+// Peek locks nothing and changes nothing.
 
 import { fill, field, h, table, uid } from "./dom.js";
 import { bytes, dateTime, decodeBody, fromBase64 } from "./format.js";
@@ -13,7 +14,22 @@ const VIEWS = [
   ["hex", "Hex"],
 ];
 
-function bodyView(b64) {
+// Bodies over this size are not decoded or drawn until the operator asks: a page of big
+// messages stays responsive (the bytes are in memory either way; rendering is the cost).
+export const LAZY_BODY_BYTES = 256 * 1024;
+
+function downloadButton(data, seq, contentType) {
+  const button = h("button", { type: "button", class: "secondary" }, "Download body");
+  button.addEventListener("click", () => {
+    // A blob: URL made on click and revoked right after: nothing lingers, no data: URL.
+    const url = URL.createObjectURL(new Blob([data], { type: contentType || "application/octet-stream" }));
+    h("a", { href: url, download: `message-${seq}.bin` }).click();
+    setTimeout(() => URL.revokeObjectURL(url), 0);
+  });
+  return button;
+}
+
+function bodyView(b64, seq, contentType) {
   const select = h("select", {}, VIEWS.map(([v, label]) => h("option", { value: v }, label)));
   const pre = h("pre", { class: "body", tabindex: "0" });
   const kind = h("span", { class: "muted" });
@@ -24,23 +40,37 @@ function bodyView(b64) {
     kind.textContent = select.value === "auto" ? `shown as ${k}` : "";
   };
   select.addEventListener("change", show);
-  show();
-  const size = fromBase64(b64).length;
-  return h(
-    "div",
-    { class: "body-view" },
-    h("div", { class: "inline-field" }, field("Show body as", select), kind, h("span", { class: "muted" }, bytes(size))),
-    pre,
-  );
+  const data = fromBase64(b64);
+  const size = data.length;
+  const controls = h("div", { class: "inline-field" }, field("Show body as", select), kind, h("span", { class: "muted" }, bytes(size)), downloadButton(data, seq, contentType));
+  if (size <= LAZY_BODY_BYTES) {
+    show();
+    return h("div", { class: "body-view" }, controls, pre);
+  }
+  pre.hidden = true;
+  select.disabled = true;
+  const load = h("button", { type: "button", class: "secondary" }, `Load the ${bytes(size)} body`);
+  load.addEventListener("click", () => {
+    load.remove();
+    select.disabled = false;
+    pre.hidden = false;
+    show();
+    pre.focus();
+  });
+  return h("div", { class: "body-view", dataset: { lazy: "true" } }, controls, h("p", { class: "hint" }, `Over ${LAZY_BODY_BYTES / 1024} KiB: shown on request.`), load, pre);
 }
 
 export function messageCard(m) {
   const id = uid("msg");
   const facts = [
+    ["Seq number", String(m.seq_number)],
+    m.state && ["State", m.state.replace("_", "-")],
+    ["Delivery count", String(m.delivery_count || 0)],
     ["Enqueued", dateTime(m.enqueued_at_ms)],
     m.visible_at_ms && ["Visible at", dateTime(m.visible_at_ms)],
     m.expires_at_ms && ["Expires", dateTime(m.expires_at_ms)],
     m.locked_until_ms && ["Locked until", dateTime(m.locked_until_ms)],
+    m.lock_token && ["Lock token", m.lock_token],
     m.message_id && ["Message ID", m.message_id],
     m.group_id && ["Group ID", m.group_id],
     m.subject && ["Subject", m.subject],
@@ -60,12 +90,12 @@ export function messageCard(m) {
       "h3",
       { id },
       `#${m.seq_number} `,
-      h("span", { class: `badge state-${m.state}` }, (m.state || "").replace("_", "-")),
+      m.state ? h("span", { class: `badge state-${m.state}` }, m.state.replace("_", "-")) : null,
       h("span", { class: "muted" }, ` delivered ${m.delivery_count || 0}×`),
     ),
     h("dl", { class: "facts compact" }, facts.map(([k, v]) => [h("dt", {}, k), h("dd", {}, v)])),
     props.length ? table(`Properties of message ${m.seq_number}`, [{ label: "Property" }, { label: "Value" }], props.map(([k, v]) => [k, v])) : null,
-    bodyView(m.body || ""),
+    bodyView(m.body || "", m.seq_number, m.content_type),
   );
 }
 

@@ -25,7 +25,9 @@ export function record(obs) {
   if (last && last.atMs === obs.sampledAtMs) return;
   const backlog = {};
   for (const s of STATES) backlog[s] = obs.queues ? obs.queues.reduce((acc, q) => acc + q[s], 0) : null;
-  samples.push({ atMs: obs.sampledAtMs, backlog, totals: totalsByEvent(obs.events), events: obs.events });
+  // Per queue as observed (null: the sample has no queue data — "no data", never 0).
+  const queues = obs.queues ? Object.fromEntries(obs.queues.map((q) => [q.name, q])) : null;
+  samples.push({ atMs: obs.sampledAtMs, backlog, totals: totalsByEvent(obs.events), events: obs.events, queues });
   const cutoff = obs.sampledAtMs - WINDOW_MS;
   while (samples.length > MAX_SAMPLES || (samples.length && samples[0].atMs < cutoff)) samples.shift();
 }
@@ -65,4 +67,29 @@ export function rateSeries(event) {
 
 export function backlogSeries(pickValue) {
   return samples.map((s) => ({ atMs: s.atMs, value: pickValue(s.backlog) }));
+}
+
+/** One queue's gauge over the window: [{atMs, value}], null where a sample has no data
+ *  for it (collection unavailable, or the queue absent) — a gap, never a zero. */
+export function queueSeries(name, pick) {
+  return samples.map((s) => ({ atMs: s.atMs, value: s.queues && s.queues[name] ? pick(s.queues[name]) : null }));
+}
+
+/** One queue's per-second rate of ``event`` between successive samples (null = no data). */
+export function queueRateSeries(name, event) {
+  const out = [];
+  for (let i = 1; i < samples.length; i += 1) {
+    const a = samples[i - 1];
+    const b = samples[i];
+    const dt = (b.atMs - a.atMs) / 1000;
+    if (dt <= 0) continue;
+    if (!a.events || !b.events || !a.queues || !b.queues) {
+      out.push({ atMs: b.atMs, value: null });
+      continue;
+    }
+    const key = `${name}\u0000${event}`;
+    const delta = (b.events[key] || 0) - (a.events[key] || 0);
+    out.push({ atMs: b.atMs, value: delta < 0 ? null : delta / dt });
+  }
+  return out;
 }

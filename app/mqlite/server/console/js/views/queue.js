@@ -1,11 +1,17 @@
-// One queue: its configuration, live counts by state, Peek, a test send, dead-letter
+// One queue: its configuration, live counts by state, Receive and settle, Peek, a test send, dead-letter
 // redrive/purge and deletion.
 
 import { dl, fill, fillIfChanged, h } from "../dom.js";
 import { count, duration } from "../format.js";
 import { peekPanel } from "../messages.js";
-import { STATES } from "../observe.js";
+import { observe, STATES } from "../observe.js";
+import { chartsKey, queueCharts } from "../queue_charts.js";
+import * as samples from "../samples.js";
 import { deadLetterPanel, deletePanel, sendPanel } from "../queue_actions.js";
+import { receivePanel } from "../receive.js";
+import { deadLetterBrowser } from "../dlq.js";
+import { deferredPanel, scheduledPanel } from "../parked.js";
+import { searchPanel } from "../search.js";
 import { errorView, pageTitle, panel, setFlash } from "../ui.js";
 
 const ms = (v) => (v ? `${v} ms (${duration(v)})` : "0");
@@ -49,16 +55,52 @@ function statsView(s) {
   );
 }
 
+/** An application key's view of a queue: only the panels its permissions allow (no
+ *  ListQueues, so no configuration; no Observe, so no charts; no manage actions). */
+function mountForKey(root, ctx, name) {
+  const listen = Boolean(ctx.perms && ctx.perms.listen);
+  const send = Boolean(ctx.perms && ctx.perms.send);
+  const statsBox = h("div", { class: "live-data", id: "queue-stats" });
+  const refreshNow = () => (listen ? ctx.poller.refresh() : undefined);
+  fill(
+    root,
+    pageTitle(name, h("p", {}, h("a", { href: "#/open" }, "← Open another queue"))),
+    listen ? panel("Messages by state", statsBox) : null,
+    listen ? receivePanel(ctx, name, refreshNow) : null,
+    listen ? deferredPanel(ctx, name, refreshNow) : null,
+    listen && send ? scheduledPanel(ctx, name, refreshNow) : null,
+    listen ? peekPanel(ctx, name) : null,
+    send ? sendPanel(ctx, name, refreshNow) : null,
+  );
+  root.querySelector("#page-title").focus();
+  if (listen) {
+    ctx.poller.start(async () => {
+      const s = await ctx.api.call("QueueService/Stats", { queue: name });
+      fillIfChanged(statsBox, JSON.stringify(s), () => statsView(s));
+    });
+  }
+}
+
 export function mount(root, ctx, name) {
+  if (ctx.access === "app") {
+    mountForKey(root, ctx, name);
+    return null;
+  }
   let alive = true; // false once the operator navigated away (the loads below are async)
   let dead = null;
   const statsBox = h("div", { class: "live-data", id: "queue-stats" });
   fill(root, pageTitle(name), h("p", { class: "muted" }, "Loading…"));
   let info = null;
+  const chartsBox = h("div", { class: "live-data" });
   const refreshStats = async () => {
     const s = await ctx.api.call("QueueService/Stats", { queue: name });
     dead = s.dead_lettered;
     fillIfChanged(statsBox, JSON.stringify(s), () => statsView(s));
+    if (ctx.features.observe) {
+      // One Observe per refresh feeds the tab's sample store (shared with the overview).
+      samples.record(await observe(ctx.api, ctx.features));
+      if (alive) fillIfChanged(chartsBox, chartsKey(), () => queueCharts(name));
+    }
   };
   (async () => {
     try {
@@ -88,8 +130,14 @@ export function mount(root, ctx, name) {
         panel("Messages by state", statsBox),
         panel("Configuration", configView(info)),
       ),
+      ctx.features.observe ? panel("Last minutes", h("p", { class: "hint" }, "Sampled at each refresh from Observe; kept in this tab for 10 minutes, across pages."), chartsBox) : null,
+      receivePanel(ctx, name, refreshNow),
+      deferredPanel(ctx, name, refreshNow),
+      scheduledPanel(ctx, name, refreshNow),
       peekPanel(ctx, name),
+      searchPanel(ctx, name),
       sendPanel(ctx, name, refreshNow),
+      deadLetterBrowser(ctx, name, refreshNow),
       deadLetterPanel(ctx, name, () => dead, refreshNow),
       deletePanel(ctx, info, onDeleted),
     );

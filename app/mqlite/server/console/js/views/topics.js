@@ -1,5 +1,5 @@
-// Topics and their subscriptions with filters; subscribe (create or re-filter), remove a
-// subscription, and a filter tester that evaluates an expression against a sample message
+// Topics and their subscriptions with filters; publish (with a routing preview),
+// subscribe (create or re-filter), remove a subscription, and a filter tester that evaluates an expression against a sample message
 // exactly as publish-time fan-out would (TestFilter: nothing is enqueued).
 
 import { confirmAction } from "../dialogs.js";
@@ -8,6 +8,7 @@ import { toBase64 } from "../format.js";
 import { parseProperties } from "../messages.js";
 import { errorView, form, pageTitle, panel, resultArea } from "../ui.js";
 import { queueHref } from "./queues.js";
+import { publishPanel } from "../publish.js";
 
 function subscribePanel(ctx, onDone) {
   const topic = h("input", { type: "text", required: true, autocomplete: "off", spellcheck: "false" });
@@ -125,15 +126,19 @@ export function mount(root, ctx) {
   const listBox = h("div", { id: "topics-list" });
   const status = h("div", { "aria-live": "polite" });
   const tester = testerPanel(ctx);
+  let subs = [];
+  const publisher = publishPanel(ctx, (topic) => subs.filter((s) => s.topic === topic), () => {});
   const load = async (message, err) => {
     fill(status, message && h("p", { class: "ok" }, message), err && errorView(err));
     try {
       const resp = await ctx.api.call("AdminService/ListSubscriptions", {});
-      fill(listBox, topicTables(ctx, resp.subscriptions || [], tester, load));
+      subs = resp.subscriptions || [];
+      publisher.setTopics([...new Set(subs.map((s) => s.topic))]);
+      fill(listBox, topicTables(ctx, subs, tester, load));
     } catch (e) {
       fill(listBox, errorView(e));
     }
   };
-  fill(root, pageTitle("Topics"), panel("Topics and subscriptions", status, listBox), subscribePanel(ctx, () => load()), tester.panel);
+  fill(root, pageTitle("Topics"), panel("Topics and subscriptions", status, listBox), publisher.panel, subscribePanel(ctx, () => load()), tester.panel);
   load();
 }

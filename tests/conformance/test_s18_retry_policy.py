@@ -1,4 +1,4 @@
-"""Conformance §17: the queue's retry policy and the last error kept with a message.
+"""Conformance §18: the queue's retry policy and the last error kept with a message.
 
 Every rule on the FakeClock with background loops off: time moves by ``clock.advance``
 and ``run_maintenance_once`` only. A policy is ``retry_initial_delay_ms`` (0 = off),
@@ -33,7 +33,7 @@ def _fail_and_check_parking(mq, clock, q, seq, expected_ms, **abandon):
     assert peek_one(mq, q, seq).state == "active"
 
 
-def test_17_1_delays_follow_the_policy_for_failures_1_to_6(mq, make_queue, clock):
+def test_18_1_delays_follow_the_policy_for_failures_1_to_6(mq, make_queue, clock):
     q = make_queue(max_delivery_count=10, **POLICY)
     seq = mq.send_one(q, OutMessage(b"x"))
     for expected in (1_000, 2_000, 4_000, 8_000, 16_000, 32_000):
@@ -41,21 +41,21 @@ def test_17_1_delays_follow_the_policy_for_failures_1_to_6(mq, make_queue, clock
     assert peek_one(mq, q, seq).delivery_count == 6
 
 
-def test_17_1_the_delay_is_capped_at_retry_max_delay_ms(mq, make_queue, clock):
+def test_18_1_the_delay_is_capped_at_retry_max_delay_ms(mq, make_queue, clock):
     q = make_queue(retry_initial_delay_ms=1_000, retry_multiplier=10, retry_max_delay_ms=5_000)
     seq = mq.send_one(q, OutMessage(b"x"))
     for expected in (1_000, 5_000, 5_000, 5_000):
         _fail_and_check_parking(mq, clock, q, seq, expected)
 
 
-def test_17_1_a_multiplier_of_1_is_a_constant_delay(mq, make_queue, clock):
+def test_18_1_a_multiplier_of_1_is_a_constant_delay(mq, make_queue, clock):
     q = make_queue(retry_initial_delay_ms=700, retry_multiplier=1)
     seq = mq.send_one(q, OutMessage(b"x"))
     for _ in range(4):
         _fail_and_check_parking(mq, clock, q, seq, 700)
 
 
-def test_17_2_jittered_delays_stay_within_their_bounds_over_many_draws(mq, make_queue, clock):
+def test_18_2_jittered_delays_stay_within_their_bounds_over_many_draws(mq, make_queue, clock):
     """jitter 0.5 on a 10 s delay: every draw in [5000, 10000], and the draws spread."""
     q = make_queue(retry_initial_delay_ms=10_000, retry_jitter=0.5, max_delivery_count=10)
     n = 400
@@ -72,7 +72,7 @@ def test_17_2_jittered_delays_stay_within_their_bounds_over_many_draws(mq, make_
     assert len(set(delays)) > n // 4
 
 
-def test_17_3_an_expired_lock_parks_as_scheduled_for_the_policy_delay(mq, make_queue, clock):
+def test_18_3_an_expired_lock_parks_as_scheduled_for_the_policy_delay(mq, make_queue, clock):
     q = make_queue(lock_duration_ms=5_000, **POLICY)
     seq = mq.send_one(q, OutMessage(b"x"))
     (m,) = mq.receive(q)
@@ -92,7 +92,7 @@ def test_17_3_an_expired_lock_parks_as_scheduled_for_the_policy_delay(mq, make_q
     assert peek_one(mq, q, seq).visible_at_ms == again.locked_until_ms + 2_000
 
 
-def test_17_3_a_lock_reaped_late_is_active_at_once_if_its_delay_already_passed(
+def test_18_3_a_lock_reaped_late_is_active_at_once_if_its_delay_already_passed(
     mq, make_queue, clock
 ):
     q = make_queue(lock_duration_ms=5_000, **POLICY)
@@ -105,7 +105,7 @@ def test_17_3_a_lock_reaped_late_is_active_at_once_if_its_delay_already_passed(
     assert mq.receive(q)[0].seq_number == seq
 
 
-def test_17_4_an_explicit_abandon_delay_wins_over_the_policy(mq, make_queue, clock):
+def test_18_4_an_explicit_abandon_delay_wins_over_the_policy(mq, make_queue, clock):
     q = make_queue(retry_initial_delay_ms=60_000)
     seq = mq.send_one(q, OutMessage(b"x"))
     (m,) = mq.receive(q)
@@ -118,7 +118,7 @@ def test_17_4_an_explicit_abandon_delay_wins_over_the_policy(mq, make_queue, clo
 
 @pytest.mark.parametrize("mode", ["group_fifo", "strict_fifo"])
 @pytest.mark.parametrize("how", ["abandon", "lock_expiry"])
-def test_17_5_a_parked_head_holds_its_group_until_redelivered(mq, make_queue, clock, mode, how):
+def test_18_5_a_parked_head_holds_its_group_until_redelivered(mq, make_queue, clock, mode, how):
     q = make_queue(ordering_mode=mode, lock_duration_ms=5_000, **POLICY)
     a = mq.send_one(q, OutMessage(b"a", group_id="g1"))
     b = mq.send_one(q, OutMessage(b"b", group_id="g1"))
@@ -142,7 +142,7 @@ def test_17_5_a_parked_head_holds_its_group_until_redelivered(mq, make_queue, cl
     assert [m.seq_number for m in mq.receive(q, max_messages=10)] == [b]
 
 
-def test_17_6_the_dead_letter_description_carries_the_last_error(mq, make_queue):
+def test_18_6_the_dead_letter_description_carries_the_last_error(mq, make_queue):
     q = make_queue(max_delivery_count=2, **POLICY)
     seq = mq.send_one(q, OutMessage(b"x"))
     mq.receive(q)[0].abandon(delay_ms=1, error="KeyError: 'first'")
@@ -158,7 +158,7 @@ def test_17_6_the_dead_letter_description_carries_the_last_error(mq, make_queue)
     assert dead.last_error == "ValueError: second"
 
 
-def test_17_6_an_abandon_without_error_at_the_limit_keeps_the_earlier_error(mq, make_queue):
+def test_18_6_an_abandon_without_error_at_the_limit_keeps_the_earlier_error(mq, make_queue):
     q = make_queue(max_delivery_count=2)
     seq = mq.send_one(q, OutMessage(b"x"))
     mq.receive(q)[0].abandon(error="TimeoutError: upstream")
@@ -171,7 +171,7 @@ def test_17_6_an_abandon_without_error_at_the_limit_keeps_the_earlier_error(mq, 
 
 
 @pytest.mark.parametrize("policy", [{}, POLICY], ids=["no_policy", "policy"])
-def test_17_6_a_lock_expiry_at_the_limit_dead_letters_with_lock_expired(
+def test_18_6_a_lock_expiry_at_the_limit_dead_letters_with_lock_expired(
     mq, make_queue, clock, policy
 ):
     q = make_queue(max_delivery_count=1, lock_duration_ms=5_000, **policy)
@@ -187,7 +187,7 @@ def test_17_6_a_lock_expiry_at_the_limit_dead_letters_with_lock_expired(
     )
 
 
-def test_17_7_receive_and_peek_carry_the_last_error_and_when(mq, make_queue, clock):
+def test_18_7_receive_and_peek_carry_the_last_error_and_when(mq, make_queue, clock):
     q = make_queue()
     seq = mq.send_one(q, OutMessage(b"x"))
     (m,) = mq.receive(q)
@@ -205,7 +205,7 @@ def test_17_7_receive_and_peek_carry_the_last_error_and_when(mq, make_queue, clo
     assert peek_one(mq, q, seq).last_error_at_ms == failed_at
 
 
-def test_17_7_an_error_over_4_kib_is_refused_naming_the_limit(mq, make_queue):
+def test_18_7_an_error_over_4_kib_is_refused_naming_the_limit(mq, make_queue):
     q = make_queue()
     mq.send_one(q, OutMessage(b"x"))
     (m,) = mq.receive(q)
@@ -215,7 +215,7 @@ def test_17_7_an_error_over_4_kib_is_refused_naming_the_limit(mq, make_queue):
     assert mq.receive(q)[0].last_error == "é" * 2048
 
 
-def test_17_7_an_abandon_replay_is_keyed_by_its_error_too(mq, make_queue):
+def test_18_7_an_abandon_replay_is_keyed_by_its_error_too(mq, make_queue):
     q = make_queue()
     mq.send_one(q, OutMessage(b"x"))
     (m,) = mq.receive(q)
@@ -241,12 +241,12 @@ def test_17_7_an_abandon_replay_is_keyed_by_its_error_too(mq, make_queue):
         ({"retry_jitter": float("inf")}, "retry_jitter"),
     ],
 )
-def test_17_8_out_of_range_policy_fields_are_refused_naming_the_field(mq, config, field):
+def test_18_8_out_of_range_policy_fields_are_refused_naming_the_field(mq, config, field):
     with pytest.raises(errors.InvalidArgument, match=field):
         mq.create_queue("q", QueueConfig(**config))
 
 
-def test_17_8_the_policy_is_stored_and_listed_and_can_be_turned_off(mq, make_queue):
+def test_18_8_the_policy_is_stored_and_listed_and_can_be_turned_off(mq, make_queue):
     q = make_queue(
         retry_initial_delay_ms=1_000,
         retry_multiplier=3,
@@ -272,7 +272,7 @@ def test_17_8_the_policy_is_stored_and_listed_and_can_be_turned_off(mq, make_que
     [{}, {"retry_initial_delay_ms": 0, "retry_multiplier": 5, "retry_jitter": 1.0}],
     ids=["absent", "initial_0"],
 )
-def test_17_9_without_a_policy_failures_come_back_at_once_as_before(mq, make_queue, clock, config):
+def test_18_9_without_a_policy_failures_come_back_at_once_as_before(mq, make_queue, clock, config):
     """No policy (or an initial delay of 0): abandon and lock expiry make the message
     active at once with visible_at = now, exactly the pre-policy behaviour."""
     q = make_queue(lock_duration_ms=5_000, max_delivery_count=10, **config)
@@ -290,7 +290,7 @@ def test_17_9_without_a_policy_failures_come_back_at_once_as_before(mq, make_que
     assert mq.receive(q)[0].seq_number == seq
 
 
-def test_17_7_a_same_queue_redrive_clears_the_last_error(mq, make_queue):
+def test_18_7_a_same_queue_redrive_clears_the_last_error(mq, make_queue):
     q = make_queue(max_delivery_count=1)
     seq = mq.send_one(q, OutMessage(b"x"))
     mq.receive(q)[0].abandon(error="OSError: disk")
@@ -300,7 +300,7 @@ def test_17_7_a_same_queue_redrive_clears_the_last_error(mq, make_queue):
     assert (m.seq_number, m.delivery_count, m.last_error, m.last_error_at_ms) == (seq, 1, "", 0)
 
 
-def test_17_8_ensure_queue_reports_a_different_retry_policy(mq, make_queue):
+def test_18_8_ensure_queue_reports_a_different_retry_policy(mq, make_queue):
     q = make_queue(retry_initial_delay_ms=1_000, retry_jitter=0.5)
     found = mq.ensure_queue(q)  # every default: no policy asked for
     assert found.differs == ("retry_initial_delay_ms", "retry_jitter")
