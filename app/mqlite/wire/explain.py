@@ -17,7 +17,6 @@ it unwinds, so the happy path never formats a path.
 from __future__ import annotations
 
 import binascii
-import difflib
 import json
 import typing
 from functools import cache
@@ -82,6 +81,8 @@ def nearest(name: str, fields: dict[str, mi.Field]) -> str:
             if isinstance(inner, mi.StructType) and name in _fields(inner.cls)[0]:
                 return f' (did you mean "{key}": {{"{name}": …}}?)'
     lowered = {k.lower(): k for k in fields}
+    import difflib  # only on a refused body: kept out of the worker's idle footprint
+
     match = difflib.get_close_matches(name.lower(), list(lowered), n=1, cutoff=0.6)
     return f' (did you mean "{lowered[match[0]]}"?)' if match else ""
 
