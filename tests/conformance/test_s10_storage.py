@@ -60,7 +60,7 @@ def test_10_2_schema_version_mismatch_is_refused(open_mq, raw_db):
     mq.create_queue("q", QueueConfig())
     mq.close()
     con = raw_db()
-    assert con.execute("SELECT value FROM meta WHERE key='schema_version'").fetchone() == ("7",)
+    assert con.execute("SELECT value FROM meta WHERE key='schema_version'").fetchone() == ("8",)
     con.execute("UPDATE meta SET value='4' WHERE key='schema_version'")
     con.commit()
     con.close()
@@ -94,7 +94,7 @@ def test_10_2_fresh_database_gets_the_guard_token(mq, raw_db):
         row = con.execute("SELECT value FROM meta WHERE key='schema_version'").fetchone()
     finally:
         con.close()
-    assert row == ("7",)
+    assert row == ("8",)
 
 
 def test_10_3_times_are_epoch_ms_from_the_injected_clock(mq, make_queue, clock):

@@ -123,6 +123,8 @@ def _zero(t: mi.Type) -> Any:
         return ""
     if isinstance(t, mi.IntType):
         return 0
+    if isinstance(t, mi.FloatType):
+        return 0.0
     if isinstance(t, mi.BoolType):
         return False
     if isinstance(t, mi.DictType | mi.StructType):
@@ -148,6 +150,9 @@ def walk(t: mi.Type, v: Any, *, lenient: bool) -> Any:
             raise want("integer", v)
         if not INT64_MIN <= v <= INT64_MAX:
             raise Bad("integer out of int64 range")
+    elif isinstance(t, mi.FloatType):  # a JSON number; an integer is one too
+        if type(v) not in (int, float):
+            raise want("number", v)
     elif isinstance(t, mi.BoolType):
         if type(v) is not bool:
             raise want("boolean", v)
