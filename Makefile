@@ -54,8 +54,25 @@ COMPOSE ?= $(shell docker compose version >/dev/null 2>&1 && echo "docker compos
 PROFILES ?=
 IMAGE_FLAGS ?=
 
+# Labels set here, not in the Dockerfile (a layer cache would keep old values): the package
+# version (its single source, app/mqlite/version.py), the commit, the build time (RFC 3339
+# UTC). EXTRAS= leaves litestream out.
+# The SBOM (CycloneDX of the image's Python venv, made inside the build) is copied to SBOM.
+VERSION  = $(shell sed -n 's/^VERSION = "\(.*\)"/\1/p' app/mqlite/version.py)
+REVISION = $(shell git rev-parse HEAD 2>/dev/null || echo unknown)
+CREATED  = $(shell date -u +%Y-%m-%dT%H:%M:%SZ)
+EXTRAS  ?= replica
+SBOM    ?= build/sbom.cdx.json
+
 image:
-	$(ENGINE) build $(if $(filter podman,$(ENGINE)),--format docker) $(IMAGE_FLAGS) -t $(IMAGE) .
+	$(ENGINE) build $(if $(filter podman,$(ENGINE)),--format docker) $(IMAGE_FLAGS) \
+	  --label org.opencontainers.image.version=$(VERSION) \
+	  --label org.opencontainers.image.revision=$(REVISION) \
+	  --label org.opencontainers.image.created=$(CREATED) --build-arg EXTRAS=$(EXTRAS) -t $(IMAGE) .
+	mkdir -p $(dir $(SBOM))
+	$(ENGINE) run --rm --network none --entrypoint cat $(IMAGE) \
+	  /opt/mqlite/share/doc/mqlite/sbom.cdx.json > $(SBOM)
+	@echo "image: $(IMAGE) $(VERSION) ($(REVISION)); SBOM: $(SBOM)"
 
 # The container tier alone: the real image, compose stack and systemd unit under podman
 # with stand-in base images (ops/ci/standin-images.sh, cached between runs).
@@ -89,7 +106,9 @@ bench: $(RUNTIME)
 	$(PY) tests/bench/suite/run.py $(BENCH_ARGS)
 
 # ---- drills (ops/drills; docs/operations.md "Drills"): PASS/FAIL reports, exit 1 on FAIL --
-# The full variants; `make test` runs each with --quick. DRILL_ARGS passes flags through,
+# The full variants; `make test` runs each with --quick. Each writes its report (time,
+# broker version, host, parameters, checks, figures) to build/drills/ and prints the path
+# ("<drill> drill report: build/drills/...json"). DRILL_ARGS passes flags through,
 # e.g. make drill-restore DRILL_ARGS="--db /var/lib/mqlite/mq.db --json".
 DRILL_ARGS ?=
 

@@ -8,6 +8,10 @@ PORT = 6754
 # Queue configuration defaults (CreateQueue; 0 on the wire means "take the default").
 LOCK_DURATION_MS = 30_000
 MAX_DELIVERY_COUNT = 10
+# The queue retry policy (engine/retry.py): off unless retry_initial_delay_ms > 0.
+RETRY_MULTIPLIER = 2.0
+RETRY_MAX_DELAY_MS = 15 * 60 * 1000
+RETRY_MULTIPLIER_MAX = 1000.0  # a larger factor only reaches the cap sooner
 
 # Limits.
 MAX_MESSAGE_BYTES = 1 << 20  # body cap per message (MQLITE_MAX_MESSAGE_BYTES)
@@ -33,6 +37,7 @@ MAX_DLQ_SELECTION = 1000  # seq_numbers one Redrive/Purge may name (the console'
 MAX_PROPERTIES = 256  # application properties per message
 MAX_FIELD_BYTES = 4096  # each of message_id, group_id, subject, correlation_id, ...
 MAX_METADATA_BYTES = 64 << 10  # all string fields + property keys and values of one message
+MAX_ERROR_BYTES = 4096  # Abandon's error (UTF-8): kept with the message as last_error
 # A queue's dedup window (CreateQueue dedup_window_ms): its rows are kept this long, so
 # the bound is also what one queue's dedup table can cost (7 days, Service Bus's maximum).
 MAX_DEDUP_WINDOW_MS = 7 * 24 * 60 * 60 * 1000

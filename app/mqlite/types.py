@@ -42,6 +42,11 @@ class QueueConfig:
     ``0`` for ``lock_duration_ms``/``max_delivery_count`` takes the default (30 s / 10).
     ``default_ttl_ms`` 0 = unlimited; ``dedup_window_ms`` 0 = off. DLQ bounds: 0 inherits
     the engine default, >0 bounds, -1 (any negative) = unbounded.
+
+    Retry policy (``engine/retry.py``): ``retry_initial_delay_ms`` 0 = off (a failed
+    delivery comes back at once, as without a policy); otherwise the n-th failed delivery
+    waits ``min(retry_max_delay_ms, initial * retry_multiplier ** (n - 1))``, drawn from
+    ``[d * (1 - retry_jitter), d]``, before the next one.
     """
 
     # The leaves import nothing of ours: these equal defaults.LOCK_DURATION_MS and
@@ -56,6 +61,10 @@ class QueueConfig:
     dlq_max_count: int = 0
     dlq_max_bytes: int = 0
     kind: str = QueueKind.QUEUE
+    retry_initial_delay_ms: int = 0
+    retry_multiplier: float = 2.0
+    retry_max_delay_ms: int = 900_000
+    retry_jitter: float = 0.0
 
 
 @dataclass(frozen=True, slots=True)
@@ -77,7 +86,9 @@ class Settler(Protocol):
 
     def complete(self, queue: str, seq_number: int, lock_token: str) -> None: ...
 
-    def abandon(self, queue: str, seq_number: int, lock_token: str, delay_ms: int = 0) -> None: ...
+    def abandon(
+        self, queue: str, seq_number: int, lock_token: str, delay_ms: int = 0, error: str = ""
+    ) -> None: ...
 
     def reject(
         self, queue: str, seq_number: int, lock_token: str, reason: str = "", description: str = ""
@@ -94,6 +105,8 @@ class Message:
 
     Receive fills ``lock_token``/``locked_until_ms`` (peek-lock); Peek fills ``state``,
     ``visible_at_ms``, ``expires_at_ms`` and the dead-letter fields and never a token.
+    Both carry ``last_error``/``last_error_at_ms``: the error of the last failed delivery
+    (an ``abandon(error=...)``, or ``lock expired``), empty while none failed.
     Messages from a receive carry bound settle methods (``m.complete()`` ...).
     """
 
@@ -116,6 +129,8 @@ class Message:
     expires_at_ms: int = 0
     dead_letter_reason: str = ""
     dead_letter_description: str = ""
+    last_error: str = ""
+    last_error_at_ms: int = 0
     _settler: Settler | None = field(default=None, repr=False, compare=False)
 
     def bind(self, settler: Settler) -> Message:
@@ -132,8 +147,13 @@ class Message:
     def complete(self) -> None:
         self._require_settler().complete(self.queue, self.seq_number, self.lock_token)
 
-    def abandon(self, delay_ms: int = 0) -> None:
-        self._require_settler().abandon(self.queue, self.seq_number, self.lock_token, delay_ms)
+    def abandon(self, delay_ms: int = 0, error: str = "") -> None:
+        """Release the lock for a redelivery: after ``delay_ms`` (> 0 wins over the queue's
+        retry policy; 0 leaves the delay to it), keeping ``error`` as the message's
+        ``last_error`` (at most 4 KiB of UTF-8)."""
+        self._require_settler().abandon(
+            self.queue, self.seq_number, self.lock_token, delay_ms, error
+        )
 
     def reject(self, reason: str = "", description: str = "") -> None:
         self._require_settler().reject(

@@ -19,6 +19,12 @@ prometheus-alertmanager
 # OPS-TOOLING §3). debootstrap builds the stand-in base images (registries unreachable).
 podman
 buildah
+# netavark + aardvark-dns: podman's network stack with DNS inside compose networks (both
+# only recommended by podman: --no-install-recommends leaves them out, podman then falls
+# back to CNI without DNS and Prometheus cannot resolve `broker`). containers.conf names
+# the backend, so a podman that chose CNI before these arrived switches too.
+netavark
+aardvark-dns
 runc
 debootstrap
 # deploy/Caddyfile: `caddy validate` plus a real proxy run blocking /metrics.

@@ -15,7 +15,8 @@
 # longest by minutes; beside the other two they cost less wall time (measured in
 # docs/contributing.md, "make test").
 #
-# Arguments are passed to every pytest process (e.g. -x, -k EXPR).
+# Arguments are passed to every pytest process (e.g. -x, -k EXPR). Each process prints its
+# 25 slowest tests (--durations=25): the CI log shows where the time goes.
 set -uo pipefail
 cd "$(dirname "$0")/../.." || exit 2
 PY=${PY:-.venv/bin/python}
@@ -43,12 +44,12 @@ logged() {
   echo "== (its own time: $((SECONDS - started)) s)" >>"$log"
   return "$rc"
 }
-logged "$service_log" "$PY" -m pytest -q -p no:cacheprovider "$@" "${SERVICE_TIERS[@]}" &
+logged "$service_log" "$PY" -m pytest -q -p no:cacheprovider --durations=25 "$@" "${SERVICE_TIERS[@]}" &
 service_pid=$!
 logged "$remote_log" env MQLITE_E2E_STORE=libsql MQLITE_CONFORMANCE_REMOTE=only \
-  "$PY" -m pytest -q -p no:cacheprovider "$@" "${REMOTE_SKIP[@]}" "${REMOTE_TIERS[@]}" &
+  "$PY" -m pytest -q -p no:cacheprovider --durations=25 "$@" "${REMOTE_SKIP[@]}" "${REMOTE_TIERS[@]}" &
 remote_pid=$!
-"$PY" -m pytest -q -p no:cacheprovider "$@" "${ignores[@]}"
+"$PY" -m pytest -q -p no:cacheprovider --durations=25 "$@" "${ignores[@]}"
 core=$?
 echo "== core tiers: exit $core after $((SECONDS - started)) s"
 wait "$service_pid"

@@ -4,6 +4,9 @@ A drill is an operator tool (docs/operations.md "Drills"): it prints one progres
 per step on stderr while it runs, then a report of every check it made (PASS/FAIL with
 the evidence) and the figures it measured; ``--json`` puts the same report on stdout as
 one JSON object. The exit status is 0 on PASS, 1 on FAIL, 2 when it could not run.
+Every report also goes to a file (``--report-dir``, default build/drills/ of the checkout)
+with what an operator attaches to a change request: when it ran, the broker version, the
+host and the parameters; the drill prints the file's path on stderr.
 
 The broker a drill starts is a real ``mqlite serve`` (its own session, so a SIGKILL of
 its process group is the death of the whole service, as when a container's main process
@@ -17,6 +20,7 @@ import argparse
 import contextlib
 import json
 import os
+import platform
 import secrets
 import shutil
 import signal
@@ -27,12 +31,14 @@ import tempfile
 import time
 from collections.abc import Mapping
 from dataclasses import dataclass, field
+from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
 import httpx
 
 STARTUP_DEADLINE_S = 30.0
+REPORT_DIR = Path(__file__).resolve().parents[2] / "build" / "drills"
 
 
 class DrillError(Exception):
@@ -46,6 +52,7 @@ def arguments(name: str, doc: str) -> argparse.ArgumentParser:
     p.add_argument("--seed", type=int, default=None, help="random seed (printed in the report)")
     p.add_argument("--workdir", default="", help="scratch directory (default: a new temp dir)")
     p.add_argument("--image", default="", help="run the broker as this container image (podman)")
+    p.add_argument("--report-dir", default=str(REPORT_DIR), help="where the report file goes")
     return p
 
 
@@ -65,6 +72,8 @@ class Report:
     checks: list[Check] = field(default_factory=list)
     figures: dict[str, Any] = field(default_factory=dict)
     started: float = field(default_factory=time.monotonic)
+    parameters: dict[str, Any] = field(default_factory=dict)
+    started_at: str = field(default_factory=lambda: utc_now().isoformat(timespec="seconds"))
 
     def progress(self, line: str) -> None:
         elapsed = time.monotonic() - self.started
@@ -86,17 +95,40 @@ class Report:
         return {
             "drill": self.drill,
             "result": "PASS" if self.passed else "FAIL",
+            "started_at": self.started_at,
             "elapsed_s": round(time.monotonic() - self.started, 2),
+            "broker_version": broker_version(self.parameters.get("image", "")),
+            "host": {
+                "name": socket.gethostname(),
+                "platform": platform.platform(),
+                "python": platform.python_version(),
+                "cpus": os.cpu_count(),
+            },
+            "parameters": self.parameters,
             "checks": [c.__dict__ for c in self.checks],
             "figures": self.figures,
         }
 
+    def write(self, report: dict[str, Any], directory: str) -> Path:
+        """The report as a file named after the drill and its start (UTC), unique per run."""
+        stamp = self.started_at.replace("+00:00", "Z").replace(":", "")
+        path = Path(directory) / f"{self.drill}-{stamp}-{os.getpid()}.json"
+        path.parent.mkdir(parents=True, exist_ok=True)
+        path.write_text(json.dumps(report, indent=2, sort_keys=True) + "\n")
+        return path
+
     def finish(self) -> int:
         report = self.as_dict()
+        directory = self.parameters.get("report_dir")
+        if directory:
+            path = self.write(report, directory)
+            print(f"{self.drill} drill report: {path}", file=sys.stderr, flush=True)
         if self.as_json:
             print(json.dumps(report, sort_keys=True))
         else:
             print(f"{self.drill} drill: {report['result']} in {report['elapsed_s']} s")
+            print(f"  started {report['started_at']} on {report['host']['name']},"
+                  f" broker {report['broker_version']}")  # fmt: skip
             for c in self.checks:
                 print(f"  [{'PASS' if c.ok else 'FAIL'}] {c.name}: {c.detail}")
             if self.figures:
@@ -109,7 +141,7 @@ class Report:
 
 def run_drill(name: str, body: Any, args: argparse.Namespace) -> int:
     """Run ``body(report, args)``; a DrillError is exit 2 with its message."""
-    report = Report(name, as_json=args.json)
+    report = Report(name, as_json=args.json, parameters=dict(vars(args)))
     try:
         body(report, args)
     except DrillError as exc:
@@ -121,6 +153,26 @@ def run_drill(name: str, body: Any, args: argparse.Namespace) -> int:
         for path in _scratch:  # the temp dirs this run made (never a --workdir)
             shutil.rmtree(path, ignore_errors=True)
     return report.finish()
+
+
+def utc_now() -> datetime:
+    from mqlite.clock import SystemClock  # after reexec_in_venv: mqlite is importable
+
+    return datetime.fromtimestamp(SystemClock().now_ms() / 1000, UTC)
+
+
+def broker_version(image: str) -> str:
+    """The version of the broker the drill ran: this checkout's package, or the image's
+    org.opencontainers.image.version label (set by `make image`) with --image."""
+    if not image:
+        from mqlite.version import VERSION
+
+        return VERSION
+    import drill_container  # podman only when a drill runs an image
+
+    label = '{{index .Config.Labels "org.opencontainers.image.version"}}'
+    found = drill_container.engine("image", "inspect", "--format", label, image, check=False)
+    return f"{image} {found.strip() or 'unknown'}"
 
 
 def healthy(url: str) -> bool:

@@ -25,6 +25,7 @@ import httpx
 REPO = Path(__file__).resolve().parents[2]
 CONTAINERS_CONF = REPO / "ops" / "ci" / "containers.conf"
 IMAGE = "localhost/mqlite:appliance-test"
+SBOM = REPO / "build" / "appliance-sbom.cdx.json"  # written by `make image` (build/: gitignored)
 COMPOSE = [sys.executable, "-m", "podman_compose"]
 PREFIX = f"mqt-{uuid.uuid4().hex[:6]}"
 T = TypeVar("T")
@@ -74,20 +75,50 @@ def name(kind: str) -> str:
     return f"{PREFIX}-{kind}-{uuid.uuid4().hex[:4]}"
 
 
-def wait_for(what: str, probe: Callable[[], T | None], timeout: float = 60) -> T:
+def wait_for(
+    what: str,
+    probe: Callable[[], T | None],
+    timeout: float = 60,
+    explain: Callable[[], str] | None = None,
+) -> T:
     """Poll ``probe`` until it returns something truthy (this tier may sleep: real
-    processes start and stop on their own time)."""
+    processes start and stop on their own time). On timeout the message carries the LAST
+    outcome, whether an exception or a falsy answer (an early KeyError must not stand for
+    a later "target down: no such host"), and ``explain()``, e.g. a container's restarts
+    and last log lines: the failure says why, not only that time ran out."""
     deadline = time.monotonic() + timeout
-    last: Exception | None = None
+    last = "no attempt"
     while time.monotonic() < deadline:
         try:
             value = probe()
             if value:
                 return value
+            last = f"returned {value!r}"
         except (httpx.HTTPError, AssertionError, KeyError, OSError) as exc:
-            last = exc
+            last = repr(exc)
         time.sleep(0.2)
-    raise AssertionError(f"timed out waiting for {what} (last error: {last!r})")
+    extra = ""
+    if explain is not None:
+        try:
+            extra = f"; {explain()}"
+        except Exception as exc:  # the explanation must not hide the timeout itself
+            extra = f"; (no explanation: {exc!r})"
+    raise AssertionError(f"timed out waiting for {what} (last: {last}{extra})")
+
+
+def container_story(container: str, lines: int = 5) -> str:
+    """One line on a container that should be serving: its state, how often it restarted
+    and the last lines it logged (a crash loop shows its cause here)."""
+    state = podman(
+        "inspect", "--format", "{{.State.Status}} restarts={{.RestartCount}}", container,
+        check=False,
+    ).strip()  # fmt: skip
+    r = subprocess.run(
+        ["podman", "logs", "--tail", str(lines), container],
+        env=podman_env(), capture_output=True, text=True, timeout=30,
+    )  # fmt: skip
+    log = " | ".join((r.stdout + r.stderr).strip().splitlines()[-lines:])
+    return f"{container}: {state or 'missing'}; last log: {log}"
 
 
 def healthy(url: str) -> bool:

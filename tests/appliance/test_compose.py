@@ -20,7 +20,16 @@ from typing import Any
 import httpx
 import pytest
 import yaml
-from appliance_support import PREFIX, REPO, Rpc, compose_project, free_port, podman_env, wait_for
+from appliance_support import (
+    PREFIX,
+    REPO,
+    Rpc,
+    compose_project,
+    free_port,
+    inspect,
+    podman_env,
+    wait_for,
+)
 
 OPS = REPO / "ops"
 WRONG_TOKEN = "mqk_not_the_monitor_token"
@@ -86,12 +95,23 @@ def _targets(prom: str) -> dict[str, dict[str, Any]]:
     return {t["labels"]["job"]: t for t in active}
 
 
+def _target_health(prom: str, job: str, health: str) -> dict[str, Any]:
+    """The job's target once its health is ``health``; else an AssertionError that says
+    what Prometheus sees (no such job yet, or the target's lastError, e.g. "no such
+    host" when the compose network has no DNS), for wait_for's timeout message."""
+    targets = _targets(prom)
+    assert job in targets, f"no {job!r} target yet (jobs: {sorted(targets)})"
+    t = targets[job]
+    assert t["health"] == health, f"{job} is {t['health']}: {t['lastError']!r}"
+    return t
+
+
 def _alerts(am: str) -> list[dict[str, Any]]:
     found: list[dict[str, Any]] = httpx.get(f"{am}/api/v2/alerts", timeout=3).json()
     return found
 
 
-def test_the_real_files_scrape_and_alert(stack: dict[str, Any]) -> None:
+def test_the_real_files_scrape_and_alert(stack: dict[str, Any], network_dns: str) -> None:
     ports, project = stack["ports"], stack["project"]
     prom = f"http://127.0.0.1:{ports['PROMETHEUS_PORT']}"
     broker = f"http://127.0.0.1:{ports['MQLITE_PORT']}"
@@ -108,10 +128,10 @@ def test_the_real_files_scrape_and_alert(stack: dict[str, Any]) -> None:
     )
     rpc.close()
 
-    wait_for("the scrape target up", lambda: _targets(prom)["mqlite"]["health"] == "up", 90)
+    wait_for("the scrape target up", lambda: _target_health(prom, "mqlite", "up"), 90)
     wrong = wait_for(
         "the wrong-token target down",
-        lambda: (t := _targets(prom)["mqlite-wrong-token"])["health"] == "down" and t,
+        lambda: _target_health(prom, "mqlite-wrong-token", "down"),
     )
     assert "401" in wrong["lastError"], wrong
     q = httpx.get(f"{prom}/api/v1/query", params={"query": 'up{job="mqlite"}'}).json()
@@ -129,7 +149,12 @@ def test_the_real_files_scrape_and_alert(stack: dict[str, Any]) -> None:
         60,
     )
     assert alert[0]["labels"]["queue"] == "compose" and alert[0]["labels"]["job"] == "mqlite"
-    assert alert[0]["annotations"]["runbook_url"] == "docs/operations.md#mqlitedeadlettersretained"
+    assert alert[0]["annotations"]["runbook_url"] == (
+        "https://github.com/mqlitehq/mqlite-py/blob/main/docs/operations.md#mqlitedeadlettersretained"
+    )
     # Grafana is behind the `ui` profile: not started by a plain `up`.
     ps = stack["compose"]("ps", "--format", "{{.Names}}").stdout
     assert "grafana" not in ps and "broker" in ps, ps
+    # The logs are capped (compose.yaml's x-logging; podman keeps the size, not max-file).
+    log = inspect(f"{PREFIX}-stack_broker_1")["HostConfig"]["LogConfig"]
+    assert log["Type"] == "json-file" and log["Size"] == "10MB", log

@@ -25,6 +25,7 @@ from appliance_support import (
     REPO,
     Rpc,
     compose_project,
+    container_story,
     free_port,
     healthy,
     inspect,
@@ -35,6 +36,7 @@ from appliance_support import (
 
 SQLD_SERVICES = ("sqld-primary", "sqld-replica")
 QUEUE = "remote-compose"
+REPLACED_QUEUE = "remote-replaced"  # the second test's, on the same stack
 SECRETS = "/run/secrets"
 # docs/deployment.md's `docker run` of the remote variant (the test checks the page says
 # the same), with the compose stack's DSN instead of a Turso one.
@@ -55,9 +57,13 @@ def derived_compose(sqld_ports: dict[str, int]) -> dict[str, Any]:
     return compose
 
 
-@pytest.fixture
-def remote_stack(image: str, tmp_path: Path) -> Iterator[dict[str, Any]]:
-    project = tmp_path / "project"
+@pytest.fixture(scope="module")
+def remote_stack(
+    image: str, network_dns: str, tmp_path_factory: pytest.TempPathFactory
+) -> Iterator[dict[str, Any]]:
+    """One stack for the module (a compose up of two sqld and a broker is the slow part):
+    the tests use queues of their own, and the one that replaces the broker runs last."""
+    project = tmp_path_factory.mktemp("remote") / "project"
     project.mkdir()
     sqld_ports = {svc: free_port() for svc in SQLD_SERVICES}
     text = yaml.safe_dump(derived_compose(sqld_ports), sort_keys=False)
@@ -128,7 +134,12 @@ def test_the_remote_stack_serves_from_sqld_with_no_broker_volume(
     jwt = (secrets / "mqlite-db-auth.token").read_text().strip()
     # podman ignores depends_on conditions: a broker that started before sqld answered
     # exits and `restart: unless-stopped` brings it back; poll, never sleep.
-    wait_for("the broker on sqld /healthz", lambda: healthy(broker), 90)
+    wait_for(
+        "the broker on sqld /healthz",
+        lambda: healthy(broker),
+        90,
+        explain=partial(container_story, f"{remote_stack['name']}_broker_1"),
+    )
 
     rpc = Rpc(broker, admin)
     rpc.create_queue(QUEUE)
@@ -206,13 +217,14 @@ def test_the_docker_run_variant_replaces_the_broker_on_the_same_data(
     docs = _docs_run_block()
     for flag in RUN_FLAGS:
         assert " ".join(flag) in docs.replace("'", ""), flag  # the page runs what is tested
-    wait_for("the broker on sqld /healthz", lambda: healthy(broker), 90)
+    old = f"{remote_stack['name']}_broker_1"
+    wait_for("the broker on sqld /healthz", lambda: healthy(broker), 90,
+             explain=partial(container_story, old))  # fmt: skip
     rpc = Rpc(broker, admin)
-    rpc.create_queue(QUEUE)
-    rpc.send(QUEUE, "outlives-its-broker")
+    rpc.create_queue(REPLACED_QUEUE)
+    rpc.send(REPLACED_QUEUE, "outlives-its-broker")
     rpc.close()
 
-    old = f"{remote_stack['name']}_broker_1"
     networks = list(inspect(old)["NetworkSettings"]["Networks"])
     podman("stop", "-t", "15", old)
     lease = _sql(primary, jwt, "SELECT count(*) FROM broker_lease").json()
@@ -251,7 +263,7 @@ def test_the_docker_run_variant_replaces_the_broker_on_the_same_data(
     url = f"http://127.0.0.1:{port}"
     wait_for("the docker-run broker /healthz", lambda: healthy(url), 30)
     rpc = Rpc(url, admin)
-    assert rpc.receive_all(QUEUE) == ["outlives-its-broker"]
+    assert rpc.receive_all(REPLACED_QUEUE) == ["outlives-its-broker"]
     assert rpc.call("AdminService/Status", {})["location"] == "http://***:8080"
     rpc.close()
     assert jwt not in json.dumps(inspect(remote_stack["replacement"]))

@@ -176,6 +176,43 @@ def test_delete_is_fenced_on_the_generation_the_page_was_loaded_with(
     assert generation() == replacement  # the replacement is still there
 
 
+def test_the_queue_form_sets_a_retry_policy_and_a_message_shows_its_last_error(
+    console: ConsolePage,
+) -> None:
+    page = console.page
+    name = unique("retrying")
+    console.signed_in(ADMIN_TOKEN)
+    console.go("queues")
+    create = page.get_by_role("form", name="Create a queue")
+    create.get_by_label("Name").fill(name)
+    create.get_by_label("Retry: first delay (ms)").fill("60000")
+    create.get_by_label("Retry: multiplier").fill("1.5")
+    create.get_by_label("Retry: jitter").fill("0.25")
+    create.get_by_role("button", name="Create queue").click()
+    page.get_by_role("link", name=name).first.click()
+    console.heading(name)
+    config = console.text("section[aria-labelledby=p-configuration]")
+    assert "Retry policy\n60000 ms (1 min 00 s) × 1.5 per failure, at most 900000 ms" in config
+    assert "jitter 0.25" in config
+
+    console.broker.send(name, b"job")
+    msg = console.broker.receive(name, 1)[0]
+    console.broker.ok(
+        "QueueService/Abandon",
+        {
+            "queue": name,
+            "seq_number": msg["seq_number"],
+            "lock_token": msg["lock_token"],
+            "error": "KeyError: 'sku-9'",
+        },
+    )
+    peek = page.get_by_role("form", name="Peek messages")
+    peek.get_by_role("button", name="Peek").click()
+    card = page.locator("#peek-results article.message").first
+    expect(card).to_contain_text("Last error")
+    assert "KeyError: 'sku-9'" in card.inner_text() and "scheduled" in card.inner_text()
+
+
 def test_a_queue_holding_only_scheduled_messages_shows_no_oldest_age(
     console: ConsolePage,
 ) -> None:

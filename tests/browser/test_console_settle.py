@@ -1,5 +1,5 @@
 """Receive and settle in the console (issue 32 part 1) against a real broker: Receive
-peek-locks 1–32 messages with a live lock countdown; Complete, Abandon (delay), Defer,
+peek-locks 1–32 messages with a live lock countdown; Complete, Abandon (delay, error), Defer,
 Reject (reason + description) and Renew each call the documented RPC with the signed-in
 token, and an expired lock shows the broker's own ``lock_lost`` answer."""
 
@@ -68,10 +68,14 @@ def test_receive_lists_locked_messages_and_each_settlement_calls_its_rpc(
     row(seqs[1]).get_by_role("button", name=f"Abandon… message {seqs[1]}").click()
     dialog = page.get_by_role("dialog", name="Abandon the message?")
     dialog.get_by_label("Delay (ms)").fill("60000")
+    dialog.get_by_label("Error").fill("ValueError: <b>bad</b> input")
     with _settle_call(page, "Abandon") as call:
         dialog.get_by_label("Delay (ms)").press("Enter")
-    assert json.loads(call.value.post_data or "{}")["delay_ms"] == 60000
+    sent = json.loads(call.value.post_data or "{}")
+    assert (sent["delay_ms"], sent["error"]) == (60000, "ValueError: <b>bad</b> input")
     expect(row(seqs[1]).locator(".lock")).to_contain_text("Abandoned: receivable again in 1 min")
+    (parked,) = [m for m in _peek(console, name, "scheduled") if m["seq_number"] == seqs[1]]
+    assert parked["last_error"] == "ValueError: <b>bad</b> input"  # kept with the message
 
     # Defer
     with _settle_call(page, "Defer"):

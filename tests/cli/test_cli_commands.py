@@ -269,3 +269,31 @@ def test_progress_bar_only_on_a_terminal(embedded_cli: Cli, queue: str) -> None:
         os.close(master)
     assert r.returncode == 0
     assert b"purge [" in drawn and b"2/2" in drawn
+
+
+def test_create_queue_retry_flags_set_the_policy(cli: Cli, queue: str) -> None:
+    created = cli.json(
+        "create-queue", queue, "--retry-initial", "1s", "--retry-max", "5m",
+        "--retry-multiplier", "3", "--retry-jitter", "0.2",
+    )  # fmt: skip
+    assert (created["retry_initial_delay_ms"], created["retry_max_delay_ms"]) == (1_000, 300_000)
+    assert (created["retry_multiplier"], created["retry_jitter"]) == (3.0, 0.2)
+    text = cli.ok("create-queue", queue, "--retry-initial", "2s")
+    assert "retry=2sx2..15m jitter=0" in text
+    r = cli.run("create-queue", queue, "--retry-initial", "1s", "--retry-jitter", "2")
+    assert r.returncode == 1 and b"retry_jitter" in r.stderr
+    assert "retry" not in cli.ok("create-queue", queue)  # no flag: no policy
+
+
+def test_abandon_error_is_the_peeked_last_error(client_cli: Cli, queue: str) -> None:
+    cli = client_cli
+    cli.setup_queue(queue, b"one")
+    got = cli.json("receive", queue, "--no-ack")
+    seq, token = str(got[0]["seq_number"]), got[0]["lock_token"]
+    cli.ok("abandon", queue, seq, token, "--error", "TimeoutError: upstream\nafter 30s")
+    (peeked,) = cli.json("peek", queue)
+    assert peeked["last_error"] == "TimeoutError: upstream\nafter 30s"
+    assert peeked["last_error_at_ms"] > 0
+    assert "last error: TimeoutError: upstream after 30s" in cli.ok("peek", queue)
+    r = cli.run("abandon", queue, seq, token, "--error", "x" * 5000)
+    assert r.returncode == 1 and b"4096 bytes" in r.stderr

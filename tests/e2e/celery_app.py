@@ -4,7 +4,9 @@ Configured from the environment (the worker is a separate process): ``CELERY_TES
 (the broker URL), ``CELERY_TEST_RESULTS`` (the filesystem result backend's directory),
 ``CELERY_TEST_LEDGER`` (a file every execution appends one line to: the idempotency
 ledger the tests count), ``CELERY_TEST_QUEUE`` and ``CELERY_TEST_OPTIONS`` (JSON
-``broker_transport_options``; the token rides there, never in the URL).
+``broker_transport_options``; the token rides there, never in the URL) and
+``CELERY_TEST_QUEUE_ARGS`` (JSON kombu queue arguments of the task queue, e.g. a retry
+policy: every process declares the queue with them).
 """
 
 from __future__ import annotations
@@ -18,10 +20,17 @@ from celery import Celery
 from celery.exceptions import Reject
 
 import mqlite.kombu  # noqa: F401  (registers the mqlite transport)
+from kombu import Exchange, Queue
 from mqlite.clock import SYSTEM_CLOCK
 
 
-def make_app(broker: str, results: str, queue: str, options: dict[str, Any]) -> Celery:
+def make_app(
+    broker: str,
+    results: str,
+    queue: str,
+    options: dict[str, Any],
+    queue_args: dict[str, Any] | None = None,
+) -> Celery:
     app = Celery("celery_app", broker=broker, backend=f"file://{results}",
                  task_cls="mqlite.kombu.dead_letter:Task")  # fmt: skip
     app.conf.update(
@@ -32,6 +41,8 @@ def make_app(broker: str, results: str, queue: str, options: dict[str, Any]) -> 
         broker_connection_retry_on_startup=True,
         worker_lost_wait=1.0,  # a crashed pool process is reported in 1 s, not 10
     )
+    if queue_args:
+        app.conf.task_queues = [Queue(queue, Exchange(queue), queue, queue_arguments=queue_args)]
     return app
 
 
@@ -40,6 +51,7 @@ app = make_app(
     os.environ.get("CELERY_TEST_RESULTS", "/nonexistent"),
     os.environ.get("CELERY_TEST_QUEUE", "celery"),
     json.loads(os.environ.get("CELERY_TEST_OPTIONS", "{}")),
+    json.loads(os.environ.get("CELERY_TEST_QUEUE_ARGS", "{}")),
 )
 
 
@@ -95,3 +107,10 @@ def refuse(key: str) -> None:
 @app.task(acks_on_failure_or_timeout=False)
 def fail(key: str) -> None:
     raise ValueError(f"cannot process {key}")
+
+
+@app.task(bind=True)
+def flaky(self: Any, key: str) -> None:
+    """Fails every delivery, asking for a requeue: the queue's retry policy paces them."""
+    record("flaky", key, SYSTEM_CLOCK.now_ms())
+    raise Reject(f"attempt failed {key}", requeue=True)

@@ -5,6 +5,8 @@ execution recorded in an O_APPEND ledger the tests count (idempotency keys)."""
 
 from __future__ import annotations
 
+import itertools
+import json
 import subprocess
 import sys
 import uuid
@@ -43,7 +45,9 @@ def workers(tmp_path: Path) -> Iterator[Workers]:
 class Setup:
     """One test's queue, result directory, ledger and the env its processes share."""
 
-    def __init__(self, broker_url: str, root: Path, **options: Any) -> None:
+    def __init__(
+        self, broker_url: str, root: Path, queue_args: dict[str, Any] | None = None, **options: Any
+    ) -> None:
         self.queue = f"tasks-{uuid.uuid4().hex[:8]}"
         self.root = root
         self.results = root / "results"
@@ -51,7 +55,10 @@ class Setup:
         self.ledger = root / "ledger.txt"
         self.options = options
         self.env = celery_env(broker_url, self.results, self.ledger, self.queue, options)
-        self.app = celery_app.make_app(broker_url, str(self.results), self.queue, options)
+        self.env["CELERY_TEST_QUEUE_ARGS"] = json.dumps(queue_args or {})
+        self.app = celery_app.make_app(
+            broker_url, str(self.results), self.queue, options, queue_args
+        )
 
     def send(self, name: str, *args: Any, **options: Any) -> Any:
         return self.app.send_task(f"celery_app.{name}", args, **options)
@@ -218,3 +225,43 @@ def test_the_connection_fails_fast_on_a_wrong_token_and_never_shows_it(broker: B
         with pytest.raises(mqlite.errors.Unauthenticated):
             conn.connect()
         assert "wrong_token" not in conn.as_uri() and "wrong_token" not in repr(conn.transport)
+
+
+def test_a_requeued_task_is_retried_on_the_queue_s_backoff_and_dead_letters_with_its_error(
+    broker: Broker, workers: Workers, tmp_path: Path
+) -> None:
+    """A task that fails with Reject(requeue=True) on a queue declared with a retry policy
+    (1 s, x2, cap 2 s): the worker's deliveries are spaced by the policy (the consumer
+    computes no delay), and at the delivery limit the DLQ description says why."""
+    policy = {
+        "x-mqlite-retry-initial-delay-ms": 1_000,
+        "x-mqlite-retry-multiplier": 2,
+        "x-mqlite-retry-max-delay-ms": 2_000,
+        "x-mqlite-max-delivery-count": 4,
+    }
+    s = Setup(f"mqlite+{broker.base_url}", tmp_path, policy, token=ADMIN_TOKEN)
+    client = mq(broker)
+    try:
+        w = workers.start("w1", s.env, s.root)
+        task = s.send("flaky", "k1")
+
+        def dead() -> mqlite.Message | None:
+            letters = client.peek(s.queue, state=State.DEAD_LETTERED)
+            return letters[0] if letters else None
+
+        letter = wait_for("the task's dead letter", dead, 60)
+        runs = [int(line[1]) for line in s.ledger_of("flaky")]
+        assert len(runs) == 4, runs
+        gaps = [b - a for a, b in itertools.pairwise(runs)]
+        # failure n waits min(2000, 1000 * 2**(n-1)): 1 s, 2 s, 2 s (the scheduler pass
+        # and the long poll add at most ~1.5 s each).
+        for gap, delay in zip(gaps, (1_000, 2_000, 2_000), strict=True):
+            assert delay <= gap <= delay + 2_500, (gaps, runs)
+        assert letter.message_id == task.id
+        assert letter.dead_letter_reason == "MaxDeliveryCountExceeded"
+        assert letter.dead_letter_description == "Reject: attempt failed k1"
+        assert letter.last_error == "Reject: attempt failed k1"
+        assert w.proc.poll() is None  # the worker kept running through it all
+    finally:
+        client.close()
+        s.app.close()

@@ -534,6 +534,9 @@ PLANS: dict[str, tuple[set[str], set[str]]] = {
     # constant: (indexes the plan must use, tables it may SCAN)
     "REAP_LOCKS_SQL": ({"idx_msg_locked", AUTO_QUEUES}, set()),
     "RECOVER_LOCKS_SQL": ({"idx_msg_locked", AUTO_QUEUES}, set()),
+    # The retry policy's lock parking: one queue's expired leases, then each by its id.
+    "EXPIRED_LOCKS_OF_SQL": ({"idx_msg_locked"}, set()),
+    "PARK_EXPIRED_SQL": ({"INTEGER PRIMARY KEY"}, set()),
     "ACTIVATE_SCHEDULED_SQL": ({"idx_msg_scheduled"}, set()),
     "EXPIRE_TTL_DEAD_LETTER_SQL": ({"idx_msg_expire", AUTO_QUEUES}, set()),
     "EXPIRE_TTL_DISCARD_SQL": ({"idx_msg_expire", AUTO_QUEUES}, set()),

@@ -26,7 +26,7 @@ import tempfile
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import Any, ClassVar
 
 import pytest
 from hypothesis import HealthCheck, settings
@@ -97,13 +97,32 @@ class MMsg:
     count: int = 0
     dl_reason: str = ""
     dl_desc: str = ""
+    last_error: str = ""
+    last_error_at: int = 0
+
+
+LOCK_EXPIRED = "lock expired"
+
+
+def policy_delay(policy: QueueConfig, n: int) -> int:
+    """The retry policy's delay after the n-th failed delivery (jitter 0), re-derived here
+    from the rule rather than imported from engine/retry.py."""
+    if policy.retry_initial_delay_ms <= 0:
+        return 0
+    return int(
+        min(
+            policy.retry_max_delay_ms,
+            policy.retry_initial_delay_ms * policy.retry_multiplier ** (n - 1),
+        )
+    )
 
 
 class Model:
     """One queue, exactly as the spec describes it (single `now` per operation)."""
 
-    def __init__(self, mode: str) -> None:
+    def __init__(self, mode: str, policy: QueueConfig | None = None) -> None:
         self.mode = mode
+        self.policy = policy
         self.msgs: dict[int, MMsg] = {}
         self.receipts: dict[tuple[int, str, Op], int] = {}  # -> expires_at
         self.attempts: dict[str, tuple[int, list[tuple[int, str, int]]]] = {}
@@ -175,8 +194,11 @@ class Model:
         self._clear_lock(m)
         if verb == "abandon":
             delay = op[1]
-            if m.count >= MAX_DC:
-                m.state, m.dl_reason, m.dl_desc = "dead_lettered", "MaxDeliveryCountExceeded", ""
+            if delay <= 0 and self.policy is not None:
+                delay = policy_delay(self.policy, m.count)  # an explicit delay > 0 wins
+            if m.count >= MAX_DC:  # the description carries the last error, if any
+                m.state, m.dl_reason = "dead_lettered", "MaxDeliveryCountExceeded"
+                m.dl_desc = m.last_error
             elif delay > 0:
                 m.state, m.visible_at = "scheduled", now + delay
             else:
@@ -227,10 +249,22 @@ class Model:
         else:
             m.state = "active"
 
+    def _expire_lock(self, m: MMsg, now: int) -> None:
+        """The reaper: the lapse is the last error; a retry policy parks the message until
+        ``locked_until + delay`` (active at once if that has passed)."""
+        m.last_error, m.last_error_at = LOCK_EXPIRED, m.locked_until
+        until = m.locked_until
+        self._reset_lock(m)
+        if m.state == "dead_lettered":
+            m.dl_desc = LOCK_EXPIRED
+        elif self.policy is not None and self.policy.retry_initial_delay_ms > 0:
+            m.visible_at = until + policy_delay(self.policy, m.count)
+            m.state = "scheduled" if m.visible_at > now else "active"
+
     def maintenance(self, now: int) -> None:
         for m in self.msgs.values():
             if m.state == "locked" and m.locked_until <= now:
-                self._reset_lock(m)
+                self._expire_lock(m, now)
         for m in self.msgs.values():
             if m.state == "scheduled" and m.visible_at <= now:
                 m.state = "active"
@@ -243,7 +277,7 @@ class Model:
     # -- views -------------------------------------------------------------------------
     def peek_view(self) -> list[tuple[Any, ...]]:
         return [view(m.seq, m.state, m.count, m.group, m.body, m.locked_until, m.visible_at,
-                     m.dl_reason, m.dl_desc)
+                     m.dl_reason, m.dl_desc, m.last_error, m.last_error_at)
                 for m in sorted(self.msgs.values(), key=lambda x: x.seq)]  # fmt: skip
 
     def counts(self) -> dict[str, int]:
@@ -264,8 +298,11 @@ def view(
     visible_at: int,
     dl_reason: str,
     dl_desc: str,
+    last_error: str,
+    last_error_at: int,
 ) -> tuple[Any, ...]:
-    """What peek must agree on (lease only for locked rows, visible_at only when parked)."""
+    """What peek must agree on (lease only for locked rows, visible_at only when parked;
+    the last error in every state)."""
     return (
         seq,
         state,
@@ -275,6 +312,8 @@ def view(
         locked_until if state == "locked" else None,
         visible_at if state == "scheduled" else None,
         (dl_reason, dl_desc) if state == "dead_lettered" else None,
+        last_error,
+        last_error_at,
     )
 
 
@@ -282,6 +321,9 @@ class QueueModelMachine(RuleBasedStateMachine):
     MODE = "standard"
     GROUPS: tuple[str, ...] = ("", "", "a", "b")
     FILE_DB = False
+    POLICY: ClassVar[
+        dict[str, Any]
+    ] = {}  # the queue's retry policy fields (none: the old behaviour)
 
     REMOTE_URL = ""  # set: the machine runs on that libSQL server (RemoteMachines below)
 
@@ -301,10 +343,13 @@ class QueueModelMachine(RuleBasedStateMachine):
         self.mq.create_queue(
             Q,
             QueueConfig(
-                lock_duration_ms=LOCK_MS, max_delivery_count=MAX_DC, ordering_mode=self.MODE
+                lock_duration_ms=LOCK_MS,
+                max_delivery_count=MAX_DC,
+                ordering_mode=self.MODE,
+                **self.POLICY,
             ),
         )
-        self.model = Model(self.MODE)
+        self.model = Model(self.MODE, QueueConfig(**self.POLICY) if self.POLICY else None)
         self.objs: dict[tuple[int, str], Any] = {}  # (seq, token) -> received Message
         self.tokens_ever: list[tuple[int, str]] = []
         self.history: list[tuple[int, str, Op]] = []  # successful new settlements
@@ -611,7 +656,8 @@ class QueueModelMachine(RuleBasedStateMachine):
         assert all(m.lock_token == "" for m in peeked), "peek must never expose a lock token"
         got = [
             view(m.seq_number, m.state, m.delivery_count, m.group_id, m.body, m.locked_until_ms,
-                 m.visible_at_ms, m.dead_letter_reason, m.dead_letter_description)
+                 m.visible_at_ms, m.dead_letter_reason, m.dead_letter_description,
+                 m.last_error, m.last_error_at_ms)
             for m in peeked
         ]  # fmt: skip
         expected = self.model.peek_view()
@@ -631,6 +677,23 @@ class GroupFifoMachine(QueueModelMachine):
 class StrictFifoMachine(QueueModelMachine):
     MODE = "strict_fifo"
     GROUPS = ("", "", "a")
+
+
+# The retry policy (jitter 0, so the model knows each delay): abandons without a delay and
+# expired locks park in `scheduled`, holding their group, exactly like Abandon(delay_ms).
+RETRY_POLICY = {
+    "retry_initial_delay_ms": 1_000,
+    "retry_multiplier": 3.0,
+    "retry_max_delay_ms": 20_000,
+}
+
+
+class RetryPolicyMachine(QueueModelMachine):
+    POLICY = RETRY_POLICY
+
+
+class GroupFifoRetryPolicyMachine(GroupFifoMachine):
+    POLICY = RETRY_POLICY
 
 
 class FileReopenMachine(QueueModelMachine):
@@ -665,6 +728,10 @@ TestStrictFifoQueueMatchesModel = StrictFifoMachine.TestCase
 TestStrictFifoQueueMatchesModel.settings = _settings(80)
 TestFileQueueWithReopenMatchesModel = FileReopenMachine.TestCase
 TestFileQueueWithReopenMatchesModel.settings = _settings(40)
+TestRetryPolicyQueueMatchesModel = RetryPolicyMachine.TestCase
+TestRetryPolicyQueueMatchesModel.settings = _settings(60)
+TestGroupFifoRetryPolicyQueueMatchesModel = GroupFifoRetryPolicyMachine.TestCase
+TestGroupFifoRetryPolicyQueueMatchesModel.settings = _settings(40)
 
 
 # The same models on the remote store (a real sqld, ``sqld_server``): fewer examples, as

@@ -85,9 +85,16 @@ def test_settlement_verbs_are_primary_key_lookups(conn: sqlite3.Connection, sql:
         "delay": 0,
         "reason": "r",
         "description": None,
+        "error": None,
         "lock": 10,
     }
     text = plan(conn, sql, params)
+    assert "USING INTEGER PRIMARY KEY (rowid=?)" in text
+    assert_no_table_scan(text)
+
+
+def test_the_retry_policy_count_probe_is_a_primary_key_lookup(conn: sqlite3.Connection) -> None:
+    text = plan(conn, settle.LOCKED_COUNT_SQL, (1, "q1", "t"))
     assert "USING INTEGER PRIMARY KEY (rowid=?)" in text
     assert_no_table_scan(text)
 

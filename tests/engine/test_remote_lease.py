@@ -132,7 +132,7 @@ def test_the_maintenance_loop_reports_a_lost_lease_to_its_host_once(remote_dsn: 
 
 
 def test_a_local_file_has_no_lease_table(tmp_path: Any) -> None:
-    """The file keeps its flock and exactly the golden schema of token 6."""
+    """The file keeps its flock and exactly the golden schema of token 8."""
     with mqlite.open_embedded(f"file:{tmp_path / 'l.db'}", background=False) as local:
         assert local._engine.store.lease is None
         assert local._engine.renew_lease() is False

@@ -14,6 +14,7 @@ from mqlite.filters import (
     compile_filter,
     test_filter,
 )
+from mqlite.filters import runtime as filter_runtime
 from mqlite.filters.parser import parse
 from mqlite.types import FilterTestResult
 
@@ -111,7 +112,10 @@ def test_no_python_attribute_access() -> None:
     assert f.evaluate(FilterInput(body=b"{}")) is True
 
 
-def test_threads_share_a_compiled_filter() -> None:
+def test_threads_share_a_compiled_filter(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Thread safety, not speed: the evaluation's 50 ms wall-clock budget is held still (on
+    a loaded machine four threads behind one GIL stretched an evaluation past it)."""
+    monkeypatch.setattr(filter_runtime, "elapsed_clock", lambda: 0.0)
     f = compile_filter('all(subject_parts, len(#) > 1) && properties["tier"] == "gold"')
     errors: list[BaseException] = []
 

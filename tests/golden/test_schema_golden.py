@@ -1,8 +1,9 @@
 """The schema is pinned three ways: the DDL file's hash is tied to the version token, what
 SQLite actually built equals the golden dump, and a foreign token is refused (store tests).
 A database of an earlier token (5: the original's v0.3.x, kept in schema_v5.sql; 6: before
-the schedules table, kept in schema_v6.sql) is migrated at open to exactly the schema a
-fresh database gets, with its data intact."""
+the schedules table, kept in schema_v6.sql; 7: before the retry policy, kept in
+schema_v7.sql) is migrated at open to exactly the schema a fresh database gets, with
+its data intact."""
 
 from __future__ import annotations
 
@@ -16,6 +17,7 @@ GOLDEN = Path(__file__).with_name("schema.txt")
 SCHEMA_V5 = Path(__file__).with_name("schema_v5.sql")
 SCHEMA_V6 = Path(__file__).with_name("schema_v6.sql")
 SCHEMA_V7 = Path(__file__).with_name("schema_v7.sql")
+SCHEMA_V8 = Path(__file__).with_name("schema_v8.sql")
 
 # Changing schema.sql means changing this hash; an incompatible change also needs a new
 # SCHEMA_VERSION token and a step in engine/migrations.py from the previous one.
@@ -23,7 +25,8 @@ PINNED = {
     "5": "6277cd1e9a956fe3fc10f9b87ea24c1295859bbf0a40f0d352ed0829c599ac68",
     "6": "fb7ec30c81f2a0c024990f64525c512317ea7010dc02911746ea6e0030da7f91",
     "7": "d7e48b8028e5b54eea8163834115999d318ab280870b6bc1cf7e2c5461124737",
-    "8": "1641e789844873dd4605acee11ab475c18103084739f74168263a913430eb550",
+    "8": "a1e2d016faa4de4574dc4f831b8016b022c25927fe40df4c905354a4d713679a",
+    "9": "ef6252cf1f8715a3cd3a6ff302544266232294abe2a3b38f9fdfb2b0e6a68612",
 }
 
 
@@ -40,12 +43,13 @@ def built_schema(conn: sqlite3.Connection) -> str:
 
 def test_schema_sql_hash_is_pinned_to_the_version_token() -> None:
     digest = hashlib.sha256(store.schema_sql().encode("utf-8")).hexdigest()
-    assert store.SCHEMA_VERSION == "8"
+    assert store.SCHEMA_VERSION == "9"
     assert digest == PINNED[store.SCHEMA_VERSION]
     v5 = hashlib.sha256(SCHEMA_V5.read_bytes()).hexdigest()
     assert v5 == PINNED["5"]  # the fixture IS that schema, byte for byte
     assert hashlib.sha256(SCHEMA_V6.read_bytes()).hexdigest() == PINNED["6"]
     assert hashlib.sha256(SCHEMA_V7.read_bytes()).hexdigest() == PINNED["7"]
+    assert hashlib.sha256(SCHEMA_V8.read_bytes()).hexdigest() == PINNED["8"]
 
 
 def test_sqlite_master_after_open_equals_the_golden_dump(tmp_path: Path) -> None:
@@ -129,6 +133,60 @@ def test_a_v5_database_migrates_to_the_fresh_schema_with_its_data(tmp_path: Path
         fresh.close()
 
 
+def make_v7_database(path: Path) -> None:
+    """A token-7 database (before the retry policy): a queue, a message in flight."""
+    conn = sqlite3.connect(path)
+    sql = "\n".join(
+        ln for ln in SCHEMA_V7.read_text().splitlines() if not ln.lstrip().startswith("--")
+    )
+    for stmt in (s.strip() for s in sql.split(";")):
+        if stmt:
+            conn.execute(stmt)
+    conn.execute("INSERT INTO meta VALUES ('schema_version', '7')")
+    conn.execute(
+        "INSERT INTO queues (name, max_delivery_count, created_at, updated_at) "
+        "VALUES ('q', 4, 1, 1)"
+    )
+    conn.execute(
+        "INSERT INTO messages (queue, state, lock_token, locked_until, delivery_count,"
+        " enqueued_at, body) VALUES ('q', 'locked', 't', 99, 1, 2, x'6f6c64')"
+    )
+    conn.commit()
+    conn.close()
+
+
+def test_a_v7_database_migrates_to_8_with_no_retry_policy_and_no_last_error(
+    tmp_path: Path,
+) -> None:
+    """7 -> 8 adds columns only; an old queue comes out without a retry policy (the old
+    behaviour) and an old message without a last error."""
+    import mqlite
+
+    old = tmp_path / "v7.db"
+    make_v7_database(old)
+    migrated = store.Store(f"file:{old}")
+    fresh = store.Store(f"file:{tmp_path / 'fresh.db'}")
+    try:
+        assert migrated.migrated_from == "7"
+        assert columns(migrated.conn) == columns(fresh.conn)
+    finally:
+        migrated.close()
+        fresh.close()
+    mq = mqlite.open_embedded(f"file:{old}", background=False)
+    try:
+        cfg = mq.get_queue("q").config
+        assert (cfg.max_delivery_count, cfg.retry_initial_delay_ms) == (4, 0)
+        assert (cfg.retry_multiplier, cfg.retry_max_delay_ms, cfg.retry_jitter) == (
+            2.0,
+            900_000,
+            0.0,
+        )
+        (m,) = mq.receive("q")  # recovery released the old lease at open
+        assert (m.body, m.last_error, m.last_error_at_ms) == (b"old", "", 0)
+    finally:
+        mq.close()
+
+
 def test_a_migrated_database_keeps_serving_its_old_rows(tmp_path: Path) -> None:
     """Old rows keep their inline bodies (no rewrite); recovery resets the in-flight one."""
     import mqlite
@@ -160,7 +218,7 @@ def test_a_newer_or_foreign_token_is_refused_and_left_untouched(tmp_path: Path) 
         store.Store(f"file:{db}").close()
         raise AssertionError("a newer schema must be refused")
     except errors.SchemaVersionMismatch as exc:
-        assert "'99'" in exc.message and "migrates from 5, 6, 7" in exc.message
+        assert "'99'" in exc.message and "migrates from 5, 6, 7, 8" in exc.message
     conn = sqlite3.connect(db)
     assert [r[0] for r in conn.execute("SELECT name FROM sqlite_master")] == [
         "meta",
@@ -209,20 +267,20 @@ def test_a_v6_database_migrates_to_the_fresh_schema_and_takes_schedules(tmp_path
         mq.close()
 
 
-def test_a_v7_database_migrates_and_its_keys_stay_unscoped_and_unlimited(tmp_path: Path) -> None:
-    """7 -> 8 adds the key scope and rate-limit columns (issue 35): an existing key keeps
+def test_a_v8_database_migrates_and_its_keys_stay_unscoped_and_unlimited(tmp_path: Path) -> None:
+    """8 -> 9 adds the key scope and rate-limit columns (issue 35): an existing key keeps
     working, scoped to every queue, with the broker's default rate."""
     from mqlite.engine import Engine
 
-    old = tmp_path / "v7.db"
+    old = tmp_path / "v8.db"
     conn = sqlite3.connect(old)
     sql = "\n".join(
-        ln for ln in SCHEMA_V7.read_text().splitlines() if not ln.lstrip().startswith("--")
+        ln for ln in SCHEMA_V8.read_text().splitlines() if not ln.lstrip().startswith("--")
     )
     for stmt in (s.strip() for s in sql.split(";")):
         if stmt:
             conn.execute(stmt)
-    conn.execute("INSERT INTO meta VALUES ('schema_version', '7')")
+    conn.execute("INSERT INTO meta VALUES ('schema_version', '8')")
     digest = hashlib.sha256(b"mqk_old").hexdigest()
     conn.execute(
         "INSERT INTO access_keys (id, name, token_sha256, permissions, created_at) "
@@ -233,7 +291,7 @@ def test_a_v7_database_migrates_and_its_keys_stay_unscoped_and_unlimited(tmp_pat
     conn.close()
     migrated = store.Store(f"file:{old}")
     try:
-        assert migrated.migrated_from == "7"
+        assert migrated.migrated_from == "8"
         assert built_schema(migrated.conn) == GOLDEN.read_text(encoding="utf-8")
     finally:
         migrated.close()

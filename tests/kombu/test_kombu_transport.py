@@ -72,6 +72,26 @@ def test_requeue_is_abandon_and_reject_is_the_dlq_with_a_reason(conn: Connection
     assert "rejected by its consumer" in dead.dead_letter_description
 
 
+def test_a_requeue_carries_the_task_error_and_the_queue_retry_policy_sets_the_delay(
+    conn: Connection,
+) -> None:
+    """Requeue = abandon with no delay and the noted failure as the error: a queue declared
+    with a retry policy parks the message for it (the consumer computes nothing)."""
+    args = {"x-mqlite-retry-initial-delay-ms": 60_000, "x-mqlite-retry-multiplier": 1.5}
+    q = Queue("retrying", Exchange("retrying"), "retrying", queue_arguments=args)
+    Producer(conn).publish("a", exchange=q.exchange, routing_key="retrying", declare=[q])
+    cfg = mq(conn).get_queue("retrying").config
+    assert (cfg.retry_initial_delay_ms, cfg.retry_multiplier) == (60_000, 1.5)
+    got: list[Any] = []
+    with Consumer(conn, [q], callbacks=[lambda body, m: got.append(m)]):
+        drain(conn, got, 1)
+        got[0].dead_letter = ("ValueError", "bad sku")  # what dead_letter.Request notes
+        got[0].requeue()
+    (parked,) = mq(conn).peek("retrying")
+    assert (parked.state, parked.last_error) == ("scheduled", "ValueError: bad sku")
+    assert parked.visible_at_ms - parked.last_error_at_ms == 60_000
+
+
 def test_a_prefetch_count_bounds_what_is_claimed(conn: Connection) -> None:
     q = Queue("bounded", Exchange("bounded"), "bounded")
     producer = Producer(conn)

@@ -32,6 +32,7 @@ def test_fly_toml_matches_the_strict_schema() -> None:
         ('MQLITE_SYNC = "FULL"', 'MQLITE_TOKENS = "mqk_inline"'),  # a secret inline
         ('path = "/healthz"', 'paht = "/healthz"'),  # a typo inside a check
         ("[[mounts]]", "[[mount]]"),
+        ('strategy = "immediate"', 'strategy = "rolling"'),  # a second machine, one volume
     ],
 )
 def test_fly_schema_rejects(tmp_path: Path, old: str, new: str) -> None:
@@ -68,6 +69,7 @@ def test_compose_semantics_the_schema_cannot_check() -> None:
         for port in svc.get("ports", []):
             assert str(port).startswith("127.0.0.1:"), (name, port)  # loopback only
         assert svc["restart"] == "unless-stopped", name
+        assert svc["logging"]["options"]["max-size"], name  # rotated, never unbounded
         assert "healthcheck" in svc, name
         for dep in svc.get("depends_on", []):
             assert dep in services, (name, dep)
@@ -100,6 +102,7 @@ def test_compose_mounts_the_observability_files_at_their_paths() -> None:
         "./ops/prometheus/prometheus.compose.yml": "/etc/prometheus/prometheus.yml",
         "./ops/prometheus/rules.yml": "/etc/prometheus/rules.yml",
         "./ops/alertmanager/alertmanager.yml": "/etc/alertmanager/alertmanager.yml",
-        "./ops/grafana/provisioning": "/etc/grafana/provisioning",
-        "./ops/grafana/dashboards": "/var/lib/grafana/dashboards",
+        "./ops/grafana/provisioning/dashboards": "/etc/grafana/provisioning/dashboards",
+        "./ops/grafana/compose/datasources": "/etc/grafana/provisioning/datasources",
+        "./ops/grafana/dashboards": "/var/lib/grafana/dashboards/mqlite",
     }

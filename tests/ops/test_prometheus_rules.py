@@ -28,6 +28,8 @@ from ops_support import (
 from promstack import prometheus_config, short_for_rules
 
 RUNBOOK_SECTION = "Alert runbooks"
+# Where the docs are published (the image's org.opencontainers.image.documentation base).
+RUNBOOK_BASE = "https://github.com/mqlitehq/mqlite-py/blob/main/docs/operations.md"
 SEVERITIES = {"critical", "warning"}
 
 
@@ -137,14 +139,19 @@ def test_alert_metadata() -> None:
         ann = a["annotations"]
         assert set(ann) == {"summary", "description", "runbook_url"}, name
         assert "{{ $labels.instance }}" in ann["summary"], name
-        assert ann["runbook_url"] == f"docs/operations.md#{github_anchor(name)}", name
+        assert ann["runbook_url"] == f"{RUNBOOK_BASE}#{github_anchor(name)}", name
 
 
 def test_every_alert_has_its_runbook_and_every_runbook_an_alert() -> None:
+    """Each runbook_url, as the rendered alert shows it, is an absolute link into the
+    published docs/operations.md (a relative path resolves nowhere in a pager or a chat
+    message) whose fragment is a heading of the runbook section."""
     runbooks = section_headings(OPERATIONS_DOC.read_text(), RUNBOOK_SECTION)
     anchors = {github_anchor(h) for h in runbooks}
     for a in alerts():
-        fragment = a["annotations"]["runbook_url"].split("#", 1)[1]
+        page, fragment = a["annotations"]["runbook_url"].split("#", 1)
+        assert page == RUNBOOK_BASE, a["alert"]
+        assert page.endswith(f"/{OPERATIONS_DOC.relative_to(OPERATIONS_DOC.parents[1])}")
         assert fragment in anchors, f"{a['alert']}: no '### ' heading for #{fragment}"
     assert sorted(runbooks) == sorted(a["alert"] for a in alerts())
 

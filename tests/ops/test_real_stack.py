@@ -43,7 +43,9 @@ def test_real_stack(monitored: Monitored) -> None:
 
     firing = prom.wait_alert(DLQ_ALERT, "firing", queue=queue)
     assert firing[0]["labels"]["severity"] == "warning"
-    assert firing[0]["annotations"]["runbook_url"] == "docs/operations.md#mqlitedeadlettersretained"
+    assert firing[0]["annotations"]["runbook_url"] == (
+        "https://github.com/mqlitehq/mqlite-py/blob/main/docs/operations.md#mqlitedeadlettersretained"
+    )
     delivered = stack.sink.wait_for(lambda p: alert_in(p, DLQ_ALERT, "firing", queue=queue))
     assert delivered["receiver"] == "mqlite-team", delivered  # warnings are not paged
     assert delivered["_path"] == "/mqlite/team"

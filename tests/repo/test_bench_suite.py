@@ -128,8 +128,13 @@ def test_tiny_run_measures_every_scenario_and_regenerates_only_the_marked_sectio
     data = json.loads(out.read_text())
     assert {(c["system"], c["scenario"]) for c in data["cells"]} == {
         ("sqlite3", "produce_1"), ("mqlite-http-wrk", "http_recv256_complete_c8")}  # fmt: skip
+    # Structure, not throughput (a loaded machine may finish few round trips in the tiny
+    # run's 1 s of wrk): the broker worked, and what the cell counts is what CompleteBatch
+    # settled, whole Receive batches of 256 from the deep prefilled queue (n is 1, the
+    # floor of the rate's divisor, when no round trip ended inside the window).
     recv = [c for c in data["cells"] if c["system"] == "mqlite-http-wrk"]
-    assert len(recv) == 2 and all(c["n"] > 256 and c["broker_cpu_us"] > 0 for c in recv)
+    assert len(recv) == 2 and all(c["broker_cpu_us"] > 0 and c["wall_s"] > 0 for c in recv)
+    assert all(c["n"] == 1 or c["n"] % 256 == 0 for c in recv), [c["n"] for c in recv]
     assert "Receive 256 + CompleteBatch" in again
 
 

@@ -49,6 +49,8 @@ def test_queue_config_defaults_equal_the_single_source() -> None:
     """types.py (a leaf) spells two defaults as literals so it imports nothing of ours."""
     assert QueueConfig().lock_duration_ms == defaults.LOCK_DURATION_MS
     assert QueueConfig().max_delivery_count == defaults.MAX_DELIVERY_COUNT
+    assert QueueConfig().retry_multiplier == defaults.RETRY_MULTIPLIER
+    assert QueueConfig().retry_max_delay_ms == defaults.RETRY_MAX_DELAY_MS
 
 
 def test_property_tests_are_reproducible_by_default() -> None:

@@ -232,6 +232,96 @@ def test_backoff_parks_the_abandoned_message_as_scheduled_with_the_jittered_dela
     r.stop()
 
 
+# -- the queue's retry policy and the last error -----------------------------------------
+
+
+class QueueReadingSpy(SpyClient):
+    """A spy that also answers ``get_queue`` (as the embedded client and a manage key do),
+    or refuses it like a listen-only key."""
+
+    def __init__(self, inner: mqlite.EmbeddedClient, *, refuse: bool = False) -> None:
+        super().__init__(inner)
+        self.refuse = refuse
+        self.asked = 0
+
+    def get_queue(self, name: str) -> Any:
+        self.asked += 1
+        if self.refuse:
+            raise errors.PermissionDenied("this key may not read queue config")
+        return self.inner.get_queue(name)
+
+
+def test_the_handler_exception_is_the_abandon_error_and_the_message_last_error(
+    engine: mqlite.EmbeddedClient, spy: SpyClient, stoppers: list[Receiver]
+) -> None:
+    engine.create_queue("q", QueueConfig(max_delivery_count=2))
+    [seq] = send(engine, "q", 1)
+
+    def handler(m: Message) -> None:
+        if m.delivery_count == 1:
+            raise KeyError("sku-42")
+        raise RuntimeError("x" * 10_000)  # clipped to the 4 KiB limit
+
+    r = start(stoppers, spy, "q", handler, clock=testing.engine(engine).clock)
+    spy.wait_for(calls_of("abandon", 2))
+    r.stop()
+    first, second = [c[1][4] for c in spy.calls if c[0] == "abandon"]
+    assert first == "KeyError: 'sku-42'"
+    assert second.startswith("RuntimeError: xxx") and second.endswith("...")
+    assert len(second.encode()) == 4096
+    [dead] = engine.peek("q", state="dead_lettered")
+    assert (dead.seq_number, dead.last_error) == (seq, second)
+    assert dead.dead_letter_description == second  # the DLQ says why, without a log
+
+
+def test_a_queue_retry_policy_takes_over_from_the_receiver_backoff(
+    engine: mqlite.EmbeddedClient, clock: FakeClock, stoppers: list[Receiver]
+) -> None:
+    engine.create_queue("q", QueueConfig(retry_initial_delay_ms=5_000))
+    [seq] = send(engine, "q", 1)
+    spy = QueueReadingSpy(engine)
+
+    def handler(m: Message) -> None:
+        raise RuntimeError("downstream is down")
+
+    r = start(
+        stoppers, spy, "q", handler, clock=clock, backoff=Backoff(1, 2), on_error=lambda e, m: None
+    )
+    spy.wait_for(calls_of("abandon", 1))
+    r.stop()
+    assert last(spy, "abandon")[1][3] == 0  # the delay is left to the queue
+    m = by_seq(engine, "q")[seq]
+    assert (m.state, m.visible_at_ms) == ("scheduled", clock.now_ms() + 5_000)
+    assert spy.asked == 1
+
+
+@pytest.mark.parametrize("refuse", [False, True], ids=["no_policy", "may_not_read"])
+def test_the_receiver_backoff_applies_when_the_queue_has_no_policy_or_cannot_say(
+    engine: mqlite.EmbeddedClient, clock: FakeClock, stoppers: list[Receiver], refuse: bool
+) -> None:
+    engine.create_queue("q")
+    [seq] = send(engine, "q", 1)
+    spy = QueueReadingSpy(engine, refuse=refuse)
+
+    def handler(m: Message) -> None:
+        raise RuntimeError("downstream is down")
+
+    r = start(
+        stoppers,
+        spy,
+        "q",
+        handler,
+        clock=clock,
+        backoff=Backoff(700, 700, rng=random.Random(5)),
+        on_error=lambda e, m: None,
+    )
+    spy.wait_for(calls_of("abandon", 1))
+    r.stop()
+    expected = random.Random(5).randint(0, 700)
+    assert last(spy, "abandon")[1][3] == expected
+    assert by_seq(engine, "q")[seq].delivery_count == 1
+
+
 # -- Backoff and the renewal cadence (pure) ----------------------------------------------
 
 
@@ -640,7 +730,7 @@ class FakeLeases:
             self.settled.append(seq)
             self.cond.notify_all()
 
-    def abandon(self, queue: str, seq: int, token: str, delay_ms: int) -> None:
+    def abandon(self, queue: str, seq: int, token: str, delay_ms: int, error: str) -> None:
         raise AssertionError("nothing should be abandoned")
 
     def reject(self, queue: str, seq: int, token: str, reason: str, desc: str) -> None:

@@ -7,6 +7,7 @@ handler).
 
 from __future__ import annotations
 
+import itertools
 import threading
 import time
 import uuid
@@ -111,3 +112,46 @@ def test_remote_auto_renew_outlives_the_lease(client: Any, queue: str) -> None:
     assert (st.leases_lost, st.lock_lost, st.renew_errors) == (0, 0, 0)
     assert st.renewed >= 3
     assert client.stats(queue).total == 0
+
+
+def test_remote_deliveries_follow_the_queue_retry_policy_and_the_dlq_keeps_the_error(
+    client: Any, queue: str
+) -> None:
+    """Through ``mqlite serve``: a handler that always fails, a queue with a retry policy
+    (1 s, x2, cap 3 s) and a Receiver whose own Backoff (1 ms) the policy overrides. The
+    delivery timestamps are spaced 1 s, 2 s, 3 s (plus at most the broker's 1 s scheduler
+    pass and the long poll), and the dead letter says why."""
+    from mqlite import Backoff
+    from mqlite.clock import SYSTEM_CLOCK
+
+    client.create_queue(
+        queue,
+        QueueConfig(
+            max_delivery_count=4,
+            retry_initial_delay_ms=1_000,
+            retry_multiplier=2,
+            retry_max_delay_ms=3_000,
+        ),
+    )
+    client.send_one(queue, OutMessage(b"job"))
+    times: list[int] = []
+
+    def handler(m: Message) -> None:
+        times.append(SYSTEM_CLOCK.now_ms())
+        raise RuntimeError(f"fail {m.delivery_count}")
+
+    r = Receiver(client, queue, handler, wait_ms=2_000, backoff=Backoff(1, 2),
+                 on_error=lambda e, m: None)  # fmt: skip
+    with r:
+        wait_until(lambda: r.stats().abandoned == 4, timeout=30)
+    gaps = [b - a for a, b in itertools.pairwise(times)]
+    assert len(gaps) == 3
+    for gap, delay in zip(gaps, (1_000, 2_000, 3_000), strict=True):
+        assert delay <= gap <= delay + 2_000, gaps
+    (dead,) = client.peek(queue, state="dead_lettered")
+    assert (dead.dead_letter_reason, dead.dead_letter_description) == (
+        "MaxDeliveryCountExceeded",
+        "RuntimeError: fail 4",
+    )
+    assert (dead.last_error, dead.delivery_count) == ("RuntimeError: fail 4", 4)
+    assert dead.last_error_at_ms >= times[-1]

@@ -175,3 +175,24 @@ def test_encode_request_of_a_bad_value_is_invalid_argument() -> None:
     bad = wire.SendRequest("q", (wire.MessageJSON(body=object()),))  # type: ignore[arg-type]
     with pytest.raises(errors.InvalidArgument, match="cannot encode QueueService/Send"):
         wire.encode_request(wire.SEND, bad)
+
+
+def test_a_float_field_decodes_on_the_slow_path_too() -> None:
+    """An explicit default sends the decoder down the slow walker, which must know the
+    retry policy's float fields (it once raised TypeError: a 500 for a valid request)."""
+    body = (
+        b'{"name":"q","config":{"default_ttl_ms":0,"retry_initial_delay_ms":60000,'
+        b'"retry_multiplier":1.5,"retry_jitter":0.25,"retry_max_delay_ms":900000}}'
+    )
+    got = wire.decode_request(wire.CREATE_QUEUE, body)
+    assert got.config is not None
+    cfg = got.config.value()
+    assert (cfg.retry_multiplier, cfg.retry_jitter, cfg.retry_initial_delay_ms) == (
+        1.5,
+        0.25,
+        60_000,
+    )
+    with_int = wire.decode_request(
+        wire.CREATE_QUEUE, b'{"name":"q","config":{"default_ttl_ms":0,"retry_multiplier":3}}'
+    )
+    assert with_int.config is not None and with_int.config.value().retry_multiplier == 3.0

@@ -16,7 +16,7 @@ from mqlite.types import Message, QueueConfig, QueueInfo, Stats
 RECEIVE_KEYS = {
     "seq_number", "enqueued_at_ms", "locked_until_ms", "delivery_count", "lock_token",
     "message_id", "correlation_id", "reply_to", "group_id", "content_type", "subject",
-    "properties", "body",
+    "properties", "body", "last_error", "last_error_at_ms",
 }  # fmt: skip
 PEEK_KEYS = RECEIVE_KEYS - {"lock_token"} | {
     "state", "visible_at_ms", "expires_at_ms", "dead_letter_reason", "dead_letter_description",

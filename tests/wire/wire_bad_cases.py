@@ -164,6 +164,12 @@ CASES: list[tuple[str, wire.Route[Any, Any], bytes, str]] = [
         "config.dead_letter_on_expire: want boolean, got number",
     ),
     (
+        "string-for-float",
+        wire.CREATE_QUEUE,
+        b'{"name":"q","config":{"default_ttl_ms":0,"retry_multiplier":"2"}}',
+        "config.retry_multiplier: want number, got string",
+    ),
+    (
         "config-array",
         wire.CREATE_QUEUE,
         b'{"name":"q","config":[]}',

@@ -38,6 +38,10 @@ FULL_CONFIG = QueueConfig(
     dlq_max_count=10,
     dlq_max_bytes=1 << 20,
     kind="subscription",
+    retry_initial_delay_ms=1_000,
+    retry_multiplier=1.5,
+    retry_max_delay_ms=60_000,
+    retry_jitter=0.25,
 )
 FULL_CONFIG_JSON = {
     "kind": "subscription",
@@ -50,6 +54,10 @@ FULL_CONFIG_JSON = {
     "dlq_max_age_ms": -1,
     "dlq_max_count": 10,
     "dlq_max_bytes": 1 << 20,
+    "retry_initial_delay_ms": 1_000,
+    "retry_multiplier": 1.5,
+    "retry_max_delay_ms": 60_000,
+    "retry_jitter": 0.25,
 }
 KEY_ID = "0123456789abcdef0123456789abcdef"
 
@@ -98,6 +106,11 @@ REQUEST_CASES: list[Case] = [
         wire.ABANDON,
         wire.SettleRequest("q", 42, "tok", delay_ms=1_000),
         {"queue": "q", "seq_number": 42, "lock_token": "tok", "delay_ms": 1_000},
+    ),
+    (
+        wire.ABANDON,
+        wire.SettleRequest("q", 42, "tok", error="KeyError: 'sku'"),
+        {"queue": "q", "seq_number": 42, "lock_token": "tok", "error": "KeyError: 'sku'"},
     ),
     (
         wire.REJECT,

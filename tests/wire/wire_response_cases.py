@@ -39,6 +39,8 @@ FULL_MESSAGE = Message(
     expires_at_ms=99_000,
     dead_letter_reason="Why",
     dead_letter_description="because",
+    last_error="timeout after 30s",
+    last_error_at_ms=1_400,
 )
 _META = {
     "message_id": "m-1",
@@ -57,6 +59,8 @@ RECEIVED_JSON = {
     "delivery_count": 2,
     "lock_token": "0123456789abcdef0123456789abcdef",
     **_META,
+    "last_error": "timeout after 30s",
+    "last_error_at_ms": 1_400,
 }
 PEEKED_JSON = {
     "seq_number": 42,
@@ -69,6 +73,8 @@ PEEKED_JSON = {
     "dead_letter_reason": "Why",
     "dead_letter_description": "because",
     **_META,
+    "last_error": "timeout after 30s",
+    "last_error_at_ms": 1_400,
 }
 QUEUE_INFO = QueueInfo(
     "q",
@@ -201,6 +207,27 @@ RESPONSE_CASES: list[Case] = [
         },
     ),
     (wire.LIST_QUEUES, wire.ListQueuesResponse(), {"queues": []}),
+    (
+        wire.LIST_QUEUES,
+        wire.ListQueuesResponse.of(
+            [QueueInfo("r", QueueConfig(retry_initial_delay_ms=1_000, retry_jitter=0.2), "g")]
+        ),
+        {
+            "queues": [
+                {
+                    "name": "r",
+                    "kind": "queue",
+                    "lock_duration_ms": 30_000,
+                    "max_delivery_count": 10,
+                    "default_ttl_ms": 0,
+                    "dedup_window_ms": 0,
+                    "generation": "g",
+                    "retry_initial_delay_ms": 1_000,
+                    "retry_jitter": 0.2,
+                }
+            ]
+        },
+    ),
     (
         wire.LIST_SUBSCRIPTIONS,
         wire.ListSubscriptionsResponse.of([Subscription("t", "a", "true"), Subscription("t", "b")]),

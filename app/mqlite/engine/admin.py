@@ -280,7 +280,7 @@ class AdminOps(EngineCore):
         return results[0], results[1], results[2], results[3]
 
     def _reap(self, conn: sqlite3.Connection, now: int) -> Counter[str]:
-        released, dead = maintenance.reap_locks_by_queue(conn, now)
+        released, dead = maintenance.reap_locks_by_queue(conn, now, self.catalog.retry_policies())
         self._count(*_effects(released, "lock_expired"), *_effects(dead, "dead_lettered"))
         return released
 

@@ -17,14 +17,14 @@ from mqlite import errors
 from mqlite.engine import queues
 from mqlite.engine.send import Route
 from mqlite.engine.store import Store
-from mqlite.types import QueueInfo, QueueKind
+from mqlite.types import QueueConfig, QueueInfo, QueueKind
 
 
 class _Version:
     """One consistent version of the catalog. Edits copy it (copy-on-write): versions
     already published are never mutated, except for the memo of plain routes."""
 
-    __slots__ = ("plain_routes", "queues", "topics")
+    __slots__ = ("plain_routes", "queues", "retrying", "topics")
 
     def __init__(
         self,
@@ -35,6 +35,7 @@ class _Version:
         # topic -> routes (one per subscription, ordered by subscription name)
         self.topics: dict[str, list[Route]] = topics or {}
         self.plain_routes: dict[str, list[Route]] = {}
+        self.retrying: dict[str, QueueConfig] | None = None  # memo of retry_policies()
 
     def copy(self) -> _Version:
         return _Version(dict(self.queues), dict(self.topics))
@@ -154,6 +155,20 @@ class Catalog:
 
     def queues(self) -> dict[str, QueueInfo]:
         return dict(self._view().queues)
+
+    def retry_policies(self) -> dict[str, QueueConfig]:
+        """The queues with a retry policy, by name: what the lock reaper parks instead of
+        releasing. Computed once per catalog version (the reaper asks every second)."""
+        view = self._view()
+        found = view.retrying
+        if found is None:
+            found = {
+                name: info.config
+                for name, info in view.queues.items()
+                if info.config.retry_initial_delay_ms > 0
+            }
+            view.retrying = found
+        return found
 
     def topic_names(self) -> list[str]:
         return sorted(self._view().topics)

@@ -142,6 +142,8 @@ def _without_lease(msg: Message) -> Message:
         properties=msg.properties,
         delivery_count=msg.delivery_count,
         enqueued_at_ms=msg.enqueued_at_ms,
+        last_error=msg.last_error,
+        last_error_at_ms=msg.last_error_at_ms,
     )
 
 
@@ -187,6 +189,8 @@ def _encode_message(m: Message) -> dict[str, object]:
         "enqueued_at_ms": m.enqueued_at_ms,
         "locked_until_ms": m.locked_until_ms,
         "lock_token": m.lock_token,
+        "last_error": m.last_error,
+        "last_error_at_ms": m.last_error_at_ms,
     }
 
 

@@ -23,11 +23,13 @@ import threading
 from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
 from functools import lru_cache
+from typing import TYPE_CHECKING
 from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
 
-from croniter import CroniterBadDateError, CroniterError, croniter
-
 from mqlite import errors
+
+if TYPE_CHECKING:
+    from croniter import croniter
 
 FIELDS = ("minute", "hour", "day-of-month", "month", "day-of-week")
 ALIASES = {
@@ -93,6 +95,8 @@ def normalize(expr: object) -> str:
     for i, (name, value) in enumerate(zip(FIELDS, fields, strict=True)):
         _check_field(i, name, value, text)
     canonical = " ".join(fields)
+    from croniter import CroniterError, croniter  # lazy: the idle worker never loads it
+
     try:
         croniter(canonical, datetime(2000, 1, 1))
     except CroniterError as exc:  # pragma: no cover - the per-field checks caught it
@@ -112,6 +116,8 @@ def _check_field(i: int, name: str, value: str, text: str) -> None:
         if word.lower() not in (names or ()):
             raise _bad(f"{where}: {word!r} is not a {name} name")
     probe = " ".join(value if j == i else "*" for j in range(len(FIELDS)))
+    from croniter import CroniterError, croniter  # lazy (see normalize)
+
     try:
         croniter(probe, datetime(2000, 1, 1))
     except CroniterError as exc:
@@ -122,12 +128,18 @@ def _check_field(i: int, name: str, value: str, text: str) -> None:
 @lru_cache(maxsize=4096)
 def _iterator(expr: str) -> tuple[threading.Lock, croniter]:
     """One parsed iterator per expression (parsing is most of croniter's cost), with the
-    lock that keeps two threads from moving it at once."""
+    lock that keeps two threads from moving it at once. croniter (and dateutil, six) is
+    imported here, not at module level: a broker with no schedule never loads it, which
+    keeps the idle worker inside its RSS target (tests/appliance/test_image.py)."""
+    from croniter import croniter
+
     return threading.Lock(), croniter(expr, datetime(2000, 1, 1))
 
 
 def _first_wall(expr: str, after: datetime) -> datetime | None:
     """The first wall time strictly after ``after`` that ``expr`` matches (naive)."""
+    from croniter import CroniterBadDateError
+
     lock, it = _iterator(expr)
     with lock:
         it.set_current(after, force=True)

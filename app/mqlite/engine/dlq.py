@@ -45,8 +45,9 @@ DLQ_LAST_SQL = """
 SELECT MAX(id) FROM messages WHERE queue = :queue AND state = 'dead_lettered'
 """
 
-# Same-queue redrive: back to active in place, as if never delivered; enqueued_at and
-# expires_at are kept (an expired message returns to the DLQ on the next TTL sweep).
+# Same-queue redrive: back to active in place, as if never delivered (no last error);
+# enqueued_at and expires_at are kept (an expired message returns to the DLQ on the next
+# TTL sweep).
 REDRIVE_IN_PLACE_SQL = """
 UPDATE messages SET
     state = 'active',
@@ -55,7 +56,9 @@ UPDATE messages SET
     locked_until = 0,
     visible_at = 0,
     dead_letter_reason = NULL,
-    dead_letter_description = NULL
+    dead_letter_description = NULL,
+    last_error = NULL,
+    last_error_at = 0
 WHERE queue = :queue AND state = 'dead_lettered' AND id > :after AND id <= :last
   AND (:older_than <= 0 OR enqueued_at < :cutoff)
   AND (:seqs IS NULL OR id IN (SELECT value FROM json_each(:seqs)))

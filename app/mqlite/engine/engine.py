@@ -13,7 +13,7 @@ from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
 
 from mqlite import defaults, errors
-from mqlite.engine import claim, queues, send, settle
+from mqlite.engine import claim, queues, retry, send, settle
 from mqlite.engine.admin import AdminOps
 from mqlite.engine.core import serialized
 from mqlite.engine.keys import KeyOps
@@ -347,14 +347,20 @@ class Engine(AdminOps, KeyOps, TopicOps, ObserveOps, ScheduleOps):
                 self.store.after_commit(lambda: self._completed(queue, 1))
 
     @serialized
-    def abandon(self, queue: str, seq_number: int, lock_token: str, delay_ms: int = 0) -> None:
+    def abandon(
+        self, queue: str, seq_number: int, lock_token: str, delay_ms: int = 0, error: str = ""
+    ) -> None:
+        """Release a lock for redelivery: after ``delay_ms`` when > 0, else after the
+        queue's retry policy delay (none: at once); ``error`` (<= 4 KiB UTF-8) is kept as
+        the message's ``last_error``."""
         queue, seq_number, lock_token = _settle_args(queue, seq_number, lock_token)
         check_int("delay_ms", delay_ms)
+        err = retry.check_error(error)
         q = self.catalog.find(queue)
         if q is None:
             raise errors.LockLost(f"lock lost: no queue {queue!r}")
         with self._write() as (conn, now):
-            if settle.abandon(conn, now, q, seq_number, lock_token, delay_ms):
+            if settle.abandon(conn, now, q, seq_number, lock_token, delay_ms, err):
                 # At the delivery limit an abandon dead-letters (settle.ABANDON_SQL).
                 row = conn.execute(MESSAGE_STATE_SQL, (seq_number,)).fetchone()
                 dead = row is not None and row[0] == "dead_lettered"

@@ -7,17 +7,27 @@ Each pass runs on the caller's connection inside the caller's transaction (excep
 
 from __future__ import annotations
 
+import random
 import sqlite3
 from collections import Counter
+from collections.abc import Mapping
 from dataclasses import dataclass
 
 from mqlite.defaults import DLQ_DELETE_BATCH, DLQ_MAX_BATCHES, RECLAIM_FREELIST_PAGES
+from mqlite.engine import retry
+from mqlite.types import QueueConfig
+
+LOCK_EXPIRED = "lock expired"
+"""The last error a message gets when its lease lapsed (no consumer said why)."""
 
 # Reaper: one UPDATE over all queues; RETURNING gives the queues to wake without a
 # second probe. Seeks idx_msg_locked (state, locked_until); the queue's retry bound is a
 # primary-key probe. ``locked_until == now`` is expired (§13.3). Counts were already
-# incremented at claim, so ``>=`` means the max-th delivery was the last.
-REAP_LOCKS_SQL = """
+# incremented at claim, so ``>=`` means the max-th delivery was the last. The failure is
+# recorded as the message's last error ('lock expired', at the lease deadline), and a
+# dead letter's description carries it. Queues with a retry policy were parked first
+# (PARK_EXPIRED_SQL), so none of their rows is left for this statement.
+REAP_LOCKS_SQL = f"""
 UPDATE messages SET
     state = CASE WHEN delivery_count >= (SELECT q.max_delivery_count FROM queues q
                                          WHERE q.name = messages.queue)
@@ -25,9 +35,42 @@ UPDATE messages SET
     dead_letter_reason = CASE WHEN delivery_count >= (SELECT q.max_delivery_count FROM queues q
                                                       WHERE q.name = messages.queue)
                               THEN 'MaxDeliveryCountExceeded' ELSE dead_letter_reason END,
+    dead_letter_description = CASE WHEN delivery_count >= (SELECT q.max_delivery_count
+                                                           FROM queues q
+                                                           WHERE q.name = messages.queue)
+                                   THEN '{LOCK_EXPIRED}' ELSE dead_letter_description END,
+    last_error = '{LOCK_EXPIRED}',
+    last_error_at = locked_until,
     lock_token = NULL,
     locked_until = 0
 WHERE state = 'locked' AND locked_until <= :now
+RETURNING queue, state
+"""
+
+# A queue with a retry policy: its expired leases, then one guarded UPDATE each parking
+# the row in `scheduled` until ``locked_until + delay`` (engine/retry.py), exactly like an
+# Abandon(delay_ms) -- it holds its group on ordered queues -- or active if that moment
+# has passed, or dead-lettered at the delivery limit. Seeks idx_msg_locked (state,
+# locked_until) with the queue as a filter; each UPDATE is a primary-key probe.
+EXPIRED_LOCKS_OF_SQL = """
+SELECT id, delivery_count, locked_until FROM messages
+WHERE queue = :queue AND state = 'locked' AND locked_until <= :now
+"""
+
+PARK_EXPIRED_SQL = f"""
+UPDATE messages SET
+    state = CASE WHEN delivery_count >= :max THEN 'dead_lettered'
+                 WHEN :visible > :now THEN 'scheduled' ELSE 'active' END,
+    dead_letter_reason = CASE WHEN delivery_count >= :max THEN 'MaxDeliveryCountExceeded'
+                              ELSE dead_letter_reason END,
+    dead_letter_description = CASE WHEN delivery_count >= :max THEN '{LOCK_EXPIRED}'
+                                   ELSE dead_letter_description END,
+    visible_at = CASE WHEN delivery_count >= :max THEN visible_at ELSE :visible END,
+    last_error = '{LOCK_EXPIRED}',
+    last_error_at = locked_until,
+    lock_token = NULL,
+    locked_until = 0
+WHERE id = :id AND state = 'locked' AND locked_until <= :now
 RETURNING queue, state
 """
 
@@ -171,14 +214,44 @@ def _released(rows: list[tuple[str, str]]) -> tuple[Counter[str], Counter[str]]:
     return released, dead
 
 
-def reap_locks_by_queue(conn: sqlite3.Connection, now_ms: int) -> tuple[Counter[str], Counter[str]]:
-    """Release expired locks: (released per queue, dead-lettered at the limit per queue)."""
-    return _released(conn.execute(REAP_LOCKS_SQL, {"now": now_ms}).fetchall())
+def reap_locks_by_queue(
+    conn: sqlite3.Connection,
+    now_ms: int,
+    policies: Mapping[str, QueueConfig] | None = None,
+    draw: retry.Draw = random.random,
+) -> tuple[Counter[str], Counter[str]]:
+    """Release expired locks: (released per queue, dead-lettered at the limit per queue).
+
+    ``policies`` (queue -> config, only queues with a retry policy) park theirs for the
+    policy's delay instead; without any, this is the one statement it always was."""
+    rows: list[tuple[str, str]] = []
+    for name, config in (policies or {}).items():
+        rows += _park_expired(conn, now_ms, name, config, draw)
+    rows += conn.execute(REAP_LOCKS_SQL, {"now": now_ms}).fetchall()
+    return _released(rows)
 
 
-def reap_locks(conn: sqlite3.Connection, now_ms: int) -> Counter[str]:
+def _park_expired(
+    conn: sqlite3.Connection, now_ms: int, queue: str, config: QueueConfig, draw: retry.Draw
+) -> list[tuple[str, str]]:
+    expired = conn.execute(EXPIRED_LOCKS_OF_SQL, {"queue": queue, "now": now_ms}).fetchall()
+    out: list[tuple[str, str]] = []
+    for seq, count, locked_until in expired:
+        params = {
+            "id": seq,
+            "now": now_ms,
+            "max": config.max_delivery_count,
+            "visible": int(locked_until) + retry.delay_ms(config, int(count), draw),
+        }
+        out += conn.execute(PARK_EXPIRED_SQL, params).fetchall()
+    return out
+
+
+def reap_locks(
+    conn: sqlite3.Connection, now_ms: int, policies: Mapping[str, QueueConfig] | None = None
+) -> Counter[str]:
     """Release expired locks; return how many per queue (that many waiters are woken)."""
-    return reap_locks_by_queue(conn, now_ms)[0]
+    return reap_locks_by_queue(conn, now_ms, policies)[0]
 
 
 def recover_locks_by_queue(conn: sqlite3.Connection) -> tuple[Counter[str], Counter[str]]:

@@ -11,6 +11,7 @@ import secrets
 import sqlite3
 
 from mqlite import defaults, errors
+from mqlite.engine import retry
 from mqlite.types import OrderingMode, QueueConfig, QueueInfo, QueueKind
 
 MAX_NAME_BYTES = 256
@@ -20,7 +21,8 @@ LEGACY_GENERATION = "legacy"
 QUEUE_COLUMNS = (
     "name, kind, lock_duration_ms, max_delivery_count, default_ttl_ms, dead_letter_on_expire, "
     "dedup_window_ms, ordering_mode, dlq_max_age_ms, dlq_max_count, dlq_max_bytes, "
-    "created_at, updated_at"
+    "created_at, updated_at, retry_initial_delay_ms, retry_multiplier, retry_max_delay_ms, "
+    "retry_jitter"
 )
 
 SELECT_QUEUES_SQL = f"SELECT {QUEUE_COLUMNS} FROM queues ORDER BY name"
@@ -34,8 +36,9 @@ SELECT_GENERATIONS_SQL = (
 UPSERT_QUEUE_SQL = """
 INSERT INTO queues (name, kind, lock_duration_ms, max_delivery_count, default_ttl_ms,
                     dead_letter_on_expire, dedup_window_ms, ordering_mode, dlq_max_age_ms,
-                    dlq_max_count, dlq_max_bytes, created_at, updated_at)
-VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
+                    dlq_max_count, dlq_max_bytes, created_at, updated_at,
+                    retry_initial_delay_ms, retry_multiplier, retry_max_delay_ms, retry_jitter)
+VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
 ON CONFLICT(name) DO UPDATE SET
     lock_duration_ms = excluded.lock_duration_ms,
     max_delivery_count = excluded.max_delivery_count,
@@ -46,7 +49,11 @@ ON CONFLICT(name) DO UPDATE SET
     dlq_max_age_ms = excluded.dlq_max_age_ms,
     dlq_max_count = excluded.dlq_max_count,
     dlq_max_bytes = excluded.dlq_max_bytes,
-    updated_at = excluded.updated_at
+    updated_at = excluded.updated_at,
+    retry_initial_delay_ms = excluded.retry_initial_delay_ms,
+    retry_multiplier = excluded.retry_multiplier,
+    retry_max_delay_ms = excluded.retry_max_delay_ms,
+    retry_jitter = excluded.retry_jitter
 """
 
 # EnsureQueue's one conditional write: a new name is inserted, an existing one untouched.
@@ -131,6 +138,7 @@ def normalize_config(config: QueueConfig) -> QueueConfig:
         f: _int_field(config, f, allow_negative=True)
         for f in ("dlq_max_age_ms", "dlq_max_count", "dlq_max_bytes")
     }
+    initial, multiplier, max_delay, jitter = retry.validate(config, MAX_INT)
     return QueueConfig(
         lock_duration_ms=lock or defaults.LOCK_DURATION_MS,
         max_delivery_count=max_dc or defaults.MAX_DELIVERY_COUNT,
@@ -143,11 +151,18 @@ def normalize_config(config: QueueConfig) -> QueueConfig:
         dlq_max_count=max(dlq["dlq_max_count"], -1),
         dlq_max_bytes=max(dlq["dlq_max_bytes"], -1),
         kind=str(QueueKind(kind)),
+        retry_initial_delay_ms=initial,
+        retry_multiplier=multiplier,
+        retry_max_delay_ms=max_delay,
+        retry_jitter=jitter,
     )
 
 
 def row_to_info(row: tuple[object, ...], generation: str) -> QueueInfo:
-    (name, kind, lock, max_dc, ttl, dloe, dedup, mode, age, count, nbytes, created, updated) = row
+    (name, kind, lock, max_dc, ttl, dloe, dedup, mode, age, count, nbytes, created, updated) = row[
+        :13
+    ]
+    initial, multiplier, max_delay, jitter = row[13:17]
     config = QueueConfig(
         lock_duration_ms=int(lock),  # type: ignore[call-overload]
         max_delivery_count=int(max_dc),  # type: ignore[call-overload]
@@ -159,6 +174,10 @@ def row_to_info(row: tuple[object, ...], generation: str) -> QueueInfo:
         dlq_max_count=int(count),  # type: ignore[call-overload]
         dlq_max_bytes=int(nbytes),  # type: ignore[call-overload]
         kind=str(kind),
+        retry_initial_delay_ms=int(initial),  # type: ignore[call-overload]
+        retry_multiplier=float(multiplier),  # type: ignore[arg-type]
+        retry_max_delay_ms=int(max_delay),  # type: ignore[call-overload]
+        retry_jitter=float(jitter),  # type: ignore[arg-type]
     )
     return QueueInfo(
         name=str(name),
@@ -215,6 +234,10 @@ def _write_queue(
             c.dlq_max_bytes,
             now_ms,
             now_ms,
+            c.retry_initial_delay_ms,
+            c.retry_multiplier,
+            c.retry_max_delay_ms,
+            c.retry_jitter,
         ),
     )
     written = cur.rowcount == 1
@@ -239,6 +262,10 @@ CONFIG_FIELDS = (
     "dlq_max_age_ms",
     "dlq_max_count",
     "dlq_max_bytes",
+    "retry_initial_delay_ms",
+    "retry_multiplier",
+    "retry_max_delay_ms",
+    "retry_jitter",
 )
 
 

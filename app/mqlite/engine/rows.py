@@ -23,7 +23,8 @@ BODY_EXPR = (
 MESSAGE_COLUMNS = (
     "id, queue, state, visible_at, locked_until, lock_token, delivery_count, enqueued_at, "
     "expires_at, message_id, correlation_id, reply_to, group_id, content_type, subject, "
-    f"properties, {BODY_EXPR}, dead_letter_reason, dead_letter_description"
+    f"properties, {BODY_EXPR}, dead_letter_reason, dead_letter_description, last_error, "
+    "last_error_at"
 )
 
 # A body larger than this is stored in `bodies` (external): a claim's row rewrite then
@@ -76,6 +77,8 @@ def row_to_message(row: sqlite3.Row | tuple[Any, ...], *, peek: bool = False) ->
         body,
         dl_reason,
         dl_description,
+        last_error,
+        last_error_at,
     ) = row
     if peek:
         return Message(
@@ -97,6 +100,8 @@ def row_to_message(row: sqlite3.Row | tuple[Any, ...], *, peek: bool = False) ->
             expires_at_ms=expires_at,
             dead_letter_reason=dl_reason or "",
             dead_letter_description=dl_description or "",
+            last_error=last_error or "",
+            last_error_at_ms=last_error_at,
         )
     return Message(
         seq_number=seq,
@@ -113,4 +118,6 @@ def row_to_message(row: sqlite3.Row | tuple[Any, ...], *, peek: bool = False) ->
         enqueued_at_ms=enqueued_at,
         locked_until_ms=locked_until,
         lock_token=lock_token or "",
+        last_error=last_error or "",
+        last_error_at_ms=last_error_at,
     )

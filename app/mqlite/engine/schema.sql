@@ -1,6 +1,6 @@
--- mqlite canonical schema, guard token 8 (meta.schema_version). A token-5 database (the
--- original's v0.3.x), a token-6 or a token-7 one is migrated at open by
--- engine/migrations.py; any other token is refused.
+-- mqlite canonical schema, guard token 9 (meta.schema_version). A token-5 database (the
+-- original's v0.3.x) or a token-6, 7 or 8 one is migrated at open by engine/migrations.py;
+-- any other token is refused.
 -- Content pinned by tests/golden (hash + sqlite_master).
 -- One statement per ";"-terminated block; all times are INTEGER epoch milliseconds (UTC).
 
@@ -9,6 +9,9 @@ CREATE TABLE IF NOT EXISTS meta (
     value TEXT NOT NULL
 ) STRICT;
 
+-- The retry policy (engine/retry.py; off while retry_initial_delay_ms is 0) is the last
+-- line of columns, written exactly as migration 7 -> 8 appends them (ALTER TABLE ... ADD
+-- COLUMN), so a migrated database's stored DDL equals a fresh one's (tests/golden).
 CREATE TABLE IF NOT EXISTS queues (
     name                  TEXT PRIMARY KEY,
     kind                  TEXT NOT NULL DEFAULT 'queue' CHECK (kind IN ('queue','subscription')),
@@ -24,7 +27,7 @@ CREATE TABLE IF NOT EXISTS queues (
     dlq_max_bytes         INTEGER NOT NULL DEFAULT 0,
     created_at            INTEGER NOT NULL,
     updated_at            INTEGER NOT NULL
-) STRICT;
+, retry_initial_delay_ms INTEGER NOT NULL DEFAULT 0, retry_multiplier REAL NOT NULL DEFAULT 2.0, retry_max_delay_ms INTEGER NOT NULL DEFAULT 900000, retry_jitter REAL NOT NULL DEFAULT 0.0) STRICT;
 
 -- Topics are not stored anywhere else: a topic exists iff it has rows here.
 CREATE TABLE IF NOT EXISTS subscriptions (
@@ -40,6 +43,9 @@ CREATE INDEX IF NOT EXISTS idx_subs_by_topic ON subscriptions(topic);
 
 CREATE INDEX IF NOT EXISTS idx_subs_by_subscription ON subscriptions(subscription);
 
+-- last_error / last_error_at: the error of the last failed delivery (Abandon's error, or
+-- 'lock expired') and when; NULL / 0 while none failed. The last line of columns, written
+-- exactly as migration 7 -> 8 appends them (see queues above).
 -- id = seq_number: AUTOINCREMENT so a sequence number is never reused, even after delete
 -- or VACUUM (the high-water mark lives in sqlite_sequence).
 CREATE TABLE IF NOT EXISTS messages (
@@ -68,7 +74,7 @@ CREATE TABLE IF NOT EXISTS messages (
     -- `bodies`, so a claim or settlement rewrites a small row, never a large body (write
     -- amplification; consumers can still drain a nearly full disk). Added by migration 5->6.
     external_body_bytes     INTEGER NOT NULL DEFAULT 0
-) STRICT;
+, last_error TEXT, last_error_at INTEGER NOT NULL DEFAULT 0) STRICT;
 
 -- Large bodies, keyed by their message's id and deleted with it.
 CREATE TABLE IF NOT EXISTS bodies (
@@ -147,7 +153,7 @@ CREATE TABLE IF NOT EXISTS access_keys (
     expires_at   INTEGER NOT NULL DEFAULT 0,
     revoked_at   INTEGER NOT NULL DEFAULT 0
     -- Queue-name patterns the key is confined to, one per line ('' = every queue), and its
-    -- token-bucket rate limit (0 = the broker default): added by the 7 -> 8 migration, laid
+    -- token-bucket rate limit (0 = the broker default): added by the 8 -> 9 migration, laid
     -- out as its ALTER TABLE statements leave the table's text (the golden dump compares).
     , queues           TEXT NOT NULL DEFAULT '',
     rate_limit_per_s INTEGER NOT NULL DEFAULT 0,

@@ -11,10 +11,12 @@ anything else is ``LockLost``.
 from __future__ import annotations
 
 import hashlib
+import random
 import sqlite3
 from collections.abc import Sequence
 
 from mqlite import defaults, errors
+from mqlite.engine import retry
 from mqlite.engine.claim import new_lock_token
 from mqlite.engine.rows import MESSAGE_COLUMNS, row_to_message
 from mqlite.types import BatchResult, Message, QueueInfo
@@ -35,18 +37,32 @@ _FENCE = (
 COMPLETE_SQL = f"DELETE FROM messages WHERE {_FENCE}"
 
 # At the delivery limit an abandon dead-letters (count was incremented at claim, so a
-# message is delivered at most max times); with a delay it parks in `scheduled`, which
-# keeps holding its group's line on ordered paths until redelivered.
+# message is delivered at most max times), its description carrying the last error; with
+# a delay (explicit, or the queue's retry policy: engine/retry.py) it parks in
+# `scheduled`, which keeps holding its group's line on ordered paths until redelivered.
+# :error NULL (none given) keeps the message's previous last error.
 ABANDON_SQL = f"""
 UPDATE messages SET
     state = CASE WHEN delivery_count >= :max THEN 'dead_lettered'
                  WHEN :delay > 0 THEN 'scheduled' ELSE 'active' END,
     dead_letter_reason = CASE WHEN delivery_count >= :max THEN '{MAX_DELIVERY_REASON}'
                               ELSE dead_letter_reason END,
+    dead_letter_description = CASE WHEN delivery_count >= :max
+                                   THEN COALESCE(:error, last_error)
+                                   ELSE dead_letter_description END,
     visible_at = CASE WHEN delivery_count >= :max THEN visible_at
                       ELSE :now + MAX(:delay, 0) END,
+    last_error = COALESCE(:error, last_error),
+    last_error_at = CASE WHEN :error IS NULL THEN last_error_at ELSE :now END,
     lock_token = NULL, locked_until = 0
  WHERE {_FENCE}
+"""
+
+# The delivery count a retry policy needs, read only on a queue that has one (the fence
+# of the abandon itself decides; a row this misses is refused by it).
+LOCKED_COUNT_SQL = """
+SELECT delivery_count FROM messages
+ WHERE id = ? AND queue = ? AND lock_token = ? AND state = 'locked'
 """
 
 REJECT_SQL = f"""
@@ -100,8 +116,12 @@ def _length_prefixed(*parts: str) -> str:
     return hashlib.sha256(text.encode("utf-8")).hexdigest()
 
 
-def abandon_args(delay_ms: int) -> str:
-    return _length_prefixed(str(int(delay_ms)))
+def abandon_args(delay_ms: int, error: str | None = None) -> str:
+    """The receipt key of an abandon; without an error, exactly the one stored before
+    errors existed (so receipts written by an older version still replay)."""
+    if error is None:
+        return _length_prefixed(str(int(delay_ms)))
+    return _length_prefixed(str(int(delay_ms)), error)
 
 
 def reject_args(reason: str, description: str) -> str:
@@ -154,15 +174,27 @@ def abandon(
     seq: int,
     token: str,
     delay_ms: int,
+    error: str | None = None,
+    draw: retry.Draw = random.random,
 ) -> bool:
+    """Release for redelivery. ``delay_ms`` > 0 wins; otherwise a queue with a retry
+    policy parks the message for the policy's delay (one extra primary-key probe, only
+    on such a queue); ``error`` (None = none given) becomes its last error."""
+    config = queue.config
+    delay = delay_ms
+    if delay_ms <= 0 and config.retry_initial_delay_ms > 0:
+        row = conn.execute(LOCKED_COUNT_SQL, (seq, queue.name, token)).fetchone()
+        if row is not None:
+            delay = retry.delay_ms(config, int(row[0]), draw)
     params: dict[str, object] = {
         "queue": queue.name,
         "seq": seq,
         "token": token,
-        "max": queue.config.max_delivery_count,
-        "delay": delay_ms,
+        "max": config.max_delivery_count,
+        "delay": delay,
+        "error": error,
     }
-    return _settle(conn, now_ms, ABANDON_SQL, params, OP_ABANDON, abandon_args(delay_ms))
+    return _settle(conn, now_ms, ABANDON_SQL, params, OP_ABANDON, abandon_args(delay_ms, error))
 
 
 def reject(

@@ -73,9 +73,9 @@ class EngineTx:
         q, seq, token = _lease(message)
         self._fenced(self._engine.complete, q, seq, token)
 
-    def abandon(self, message: Message, delay_ms: int = 0) -> None:
+    def abandon(self, message: Message, delay_ms: int = 0, error: str = "") -> None:
         q, seq, token = _lease(message)
-        self._fenced(self._engine.abandon, q, seq, token, delay_ms)
+        self._fenced(self._engine.abandon, q, seq, token, delay_ms, error)
 
     def reject(self, message: Message, reason: str = "", description: str = "") -> None:
         """Dead-letter ``message`` with ``reason`` when the block commits."""

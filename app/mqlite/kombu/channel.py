@@ -6,7 +6,7 @@
 | publish | ``send_one`` (``schedule`` for a future ETA) to the queue the binding names |
 | ``basic_consume`` | a long-poll thread (``polling``); ``no_ack`` = receive-and-delete |
 | ``basic_ack`` | ``complete`` |
-| ``basic_reject(requeue=True)`` | ``abandon`` (the delivery limit dead-letters) |
+| ``basic_reject(requeue=True)`` | ``abandon`` with the task's error (the queue's retry policy) |
 | ``basic_reject(requeue=False)`` | ``reject``: the DLQ, with the reason |
 | ``queue_purge`` | receive-and-delete in batches of 256, then cancel scheduled messages |
 | ``queue_delete`` | drain, then ``delete_queue`` / ``unsubscribe`` |
@@ -31,6 +31,7 @@ from kombu.transport.base import to_rabbitmq_queue_arguments
 from kombu.transport.virtual import exchange as vexchange
 
 from mqlite import errors
+from mqlite.defaults import MAX_ERROR_BYTES
 from mqlite.kombu import mapping
 from mqlite.kombu.leases import Lease
 from mqlite.kombu.polling import Poller, Slots
@@ -294,8 +295,8 @@ class Channel(virtual.Channel):
         super().basic_ack(delivery_tag)
 
     def basic_reject(self, delivery_tag: str, requeue: bool = False) -> None:
-        if requeue:
-            self._settle_tag(delivery_tag, "abandon")
+        if requeue:  # no delay: the queue's retry policy (if any) decides when
+            self._settle_tag(delivery_tag, "abandon", self._requeue_error(delivery_tag))
         else:
             reason, description = self._dead_letter_reason(delivery_tag)
             self._settle_tag(delivery_tag, "reject", reason, description)
@@ -304,6 +305,19 @@ class Channel(virtual.Channel):
     def basic_recover(self, requeue: bool = False) -> None:
         for tag in list(self._leases):
             self._settle_tag(tag, "abandon")
+
+    def _requeue_error(self, tag: str) -> str:
+        """The failure a requeued task noted (``dead_letter.Request``), as Abandon's
+        ``error`` (the message's last_error); empty when none was noted."""
+        try:
+            noted: tuple[str, str] | None = self.qos.get(tag).dead_letter
+        except KeyError:
+            return ""
+        if noted is None:
+            return ""
+        reason, description = noted
+        text = f"{reason}: {description}" if description else reason
+        return text.encode("utf-8")[:MAX_ERROR_BYTES].decode("utf-8", "ignore")
 
     def _dead_letter_reason(self, tag: str) -> tuple[str, str]:
         try:

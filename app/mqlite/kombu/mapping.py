@@ -260,7 +260,12 @@ _MQLITE_ARGS = {
     "x-mqlite-dedup-window-ms": "dedup_window_ms",
     "x-mqlite-ordering-mode": "ordering_mode",
     "x-mqlite-default-ttl-ms": "default_ttl_ms",
+    "x-mqlite-retry-initial-delay-ms": "retry_initial_delay_ms",
+    "x-mqlite-retry-max-delay-ms": "retry_max_delay_ms",
+    "x-mqlite-retry-multiplier": "retry_multiplier",
+    "x-mqlite-retry-jitter": "retry_jitter",
 }
+_FLOAT_ARGS = frozenset({"retry_multiplier", "retry_jitter"})  # the broker checks the ranges
 _REFUSED_ARGS = {
     "x-max-priority": "mqlite has no message priorities: use a queue per priority",
     "x-dead-letter-exchange": "every mqlite queue has its own DLQ (peek --state dead_lettered)",
@@ -272,6 +277,15 @@ _REFUSED_ARGS = {
 # AMQP arguments with no mqlite meaning that kombu and Celery set on their own queues:
 # queues never expire (a consumer deletes its auto-delete queue when it cancels).
 _IGNORED_ARGS = frozenset({"x-expires", "x-queue-type", "x-queue-mode", "x-queue-master-locator"})
+
+
+def _float_arg(name: str, value: object) -> float:
+    if isinstance(value, bool) or not isinstance(value, int | float | str):
+        raise errors.InvalidArgument(f"queue argument {name} must be a number, got {value!r}")
+    try:
+        return float(value)
+    except ValueError as exc:
+        raise errors.InvalidArgument(f"queue argument {name} must be a number") from exc
 
 
 def _int_arg(name: str, value: object) -> int:
@@ -293,7 +307,12 @@ def queue_config(
     for key, value in (arguments or {}).items():
         if key in _MQLITE_ARGS:
             field = _MQLITE_ARGS[key]
-            changes[field] = str(value) if field == "ordering_mode" else _int_arg(key, value)
+            if field == "ordering_mode":
+                changes[field] = str(value)
+            elif field in _FLOAT_ARGS:
+                changes[field] = float(_float_arg(key, value))
+            else:
+                changes[field] = _int_arg(key, value)
         elif key == "x-message-ttl":
             changes["default_ttl_ms"] = _int_arg(key, value)
         elif key == "x-delivery-limit":

@@ -263,8 +263,8 @@ class Transport(virtual.Transport):
         try:
             if verb == "complete":
                 mq.complete(lease.queue, lease.seq_number, lease.lock_token)
-            elif verb == "abandon":
-                mq.abandon(lease.queue, lease.seq_number, lease.lock_token)
+            elif verb == "abandon":  # *reason: the error, if the channel had one
+                mq.abandon(lease.queue, lease.seq_number, lease.lock_token, 0, *reason[:1])
             else:
                 mq.reject(lease.queue, lease.seq_number, lease.lock_token, *reason)
         except errors.LockLost:

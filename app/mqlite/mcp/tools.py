@@ -226,9 +226,11 @@ TOOLS: tuple[Tool, ...] = (
         wire.ABANDON,
         W,
         "Give a received message back unhandled: it can be received again after "
-        "`delay_ms` (default at once). After the queue's max_delivery_count deliveries it "
-        "is dead-lettered instead.",
-        fields=(*SETTLE, "delay_ms"),
+        "`delay_ms`, or when omitted after the queue's retry policy delay (at once without "
+        "one). Say why in `error`: it is kept as the message's last_error. After the "
+        "queue's max_delivery_count deliveries it is dead-lettered instead, the error in "
+        "its description.",
+        fields=(*SETTLE, "delay_ms", "error"),
     ),
     Tool(
         "reject",

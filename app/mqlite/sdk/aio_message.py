@@ -49,9 +49,9 @@ class AsyncMessage:
         m = self.message
         await self._require().complete(m.queue, m.seq_number, m.lock_token)
 
-    async def abandon(self, delay_ms: int = 0) -> None:
+    async def abandon(self, delay_ms: int = 0, error: str = "") -> None:
         m = self.message
-        await self._require().abandon(m.queue, m.seq_number, m.lock_token, delay_ms)
+        await self._require().abandon(m.queue, m.seq_number, m.lock_token, delay_ms, error)
 
     async def reject(self, reason: str = "", description: str = "") -> None:
         m = self.message

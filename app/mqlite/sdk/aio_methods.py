@@ -127,10 +127,11 @@ class AsyncMethods(AsyncDriver):
         await self._run(calls.complete(queue, seq_number, lock_token))
 
     async def abandon(
-        self, queue: str, seq_number: int, lock_token: str, delay_ms: int = 0
+        self, queue: str, seq_number: int, lock_token: str, delay_ms: int = 0, error: str = ""
     ) -> None:
-        """Release a lock; redelivered after ``delay_ms``."""
-        await self._run(calls.abandon(queue, seq_number, lock_token, delay_ms))
+        """Release a lock; redelivered after ``delay_ms`` (> 0 wins; 0 leaves the delay to the
+        queue's retry policy, or at once without one), keeping ``error`` as its last error."""
+        await self._run(calls.abandon(queue, seq_number, lock_token, delay_ms, error))
 
     async def reject(
         self, queue: str, seq_number: int, lock_token: str, reason: str = "", description: str = ""

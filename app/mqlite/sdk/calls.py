@@ -274,10 +274,13 @@ def complete(queue: str, seq_number: int, lock_token: str) -> Steps[None]:
 
 
 @verb(wire.ABANDON, SAFE)
-def abandon(queue: str, seq_number: int, lock_token: str, delay_ms: int = 0) -> Steps[None]:
-    """Release a lock; redelivered after ``delay_ms``."""
+def abandon(
+    queue: str, seq_number: int, lock_token: str, delay_ms: int = 0, error: str = ""
+) -> Steps[None]:
+    """Release a lock; redelivered after ``delay_ms`` (> 0 wins; 0 leaves the delay to the
+    queue's retry policy, or at once without one), keeping ``error`` as its last error."""
     _check_token(lock_token)
-    req = wire.SettleRequest(queue, seq_number, lock_token, delay_ms=delay_ms)
+    req = wire.SettleRequest(queue, seq_number, lock_token, delay_ms=delay_ms, error=error)
     yield from rpc(wire.ABANDON, req)
 
 

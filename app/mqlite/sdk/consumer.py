@@ -40,6 +40,20 @@ RETRY_FLOOR_MS = 50.0
 """Minimum pause before retrying a failed receive or renewal (full jitter can draw 0)."""
 
 
+ERROR_TEXT_MAX_BYTES = 4096
+"""Abandon's ``error`` limit (defaults.MAX_ERROR_BYTES): a handler's exception is clipped to it."""
+
+
+def error_text(exc: BaseException) -> str:
+    """``Type: message`` of a handler's exception, clipped to 4 KiB of UTF-8 (on a
+    character boundary), for ``abandon(error=...)``: the message's ``last_error``."""
+    text = f"{type(exc).__name__}: {exc}" if str(exc) else type(exc).__name__
+    raw = text.encode("utf-8", "replace")
+    if len(raw) <= ERROR_TEXT_MAX_BYTES:
+        return raw.decode("utf-8")
+    return raw[: ERROR_TEXT_MAX_BYTES - 3].decode("utf-8", "ignore") + "..."
+
+
 class DeadLetter(Exception):
     """Raise from a handler to dead-letter the message (``reject``) instead of retrying it.
 
@@ -131,7 +145,9 @@ class ReceiverClient(Protocol):
 
     def complete(self, queue: str, seq_number: int, lock_token: str, /) -> None: ...
 
-    def abandon(self, queue: str, seq_number: int, lock_token: str, delay_ms: int, /) -> None: ...
+    def abandon(
+        self, queue: str, seq_number: int, lock_token: str, delay_ms: int, error: str, /
+    ) -> None: ...
 
     def reject(
         self, queue: str, seq_number: int, lock_token: str, reason: str, description: str, /

@@ -76,7 +76,9 @@ class EngineVerbs(Protocol):
 
     def complete(self, queue: str, seq_number: int, lock_token: str) -> None: ...
 
-    def abandon(self, queue: str, seq_number: int, lock_token: str, delay_ms: int = 0) -> None: ...
+    def abandon(
+        self, queue: str, seq_number: int, lock_token: str, delay_ms: int = 0, error: str = ""
+    ) -> None: ...
 
     def reject(
         self, queue: str, seq_number: int, lock_token: str, reason: str = "", description: str = ""
@@ -246,9 +248,12 @@ class EmbeddedMethods:
         """Delete a locked message (done)."""
         self._engine.complete(queue, seq_number, lock_token)
 
-    def abandon(self, queue: str, seq_number: int, lock_token: str, delay_ms: int = 0) -> None:
-        """Release a lock; redelivered after ``delay_ms``."""
-        self._engine.abandon(queue, seq_number, lock_token, delay_ms)
+    def abandon(
+        self, queue: str, seq_number: int, lock_token: str, delay_ms: int = 0, error: str = ""
+    ) -> None:
+        """Release a lock; redelivered after ``delay_ms`` (> 0 wins; 0 leaves the delay to the
+        queue's retry policy, or at once without one), keeping ``error`` as its last error."""
+        self._engine.abandon(queue, seq_number, lock_token, delay_ms, error)
 
     def reject(
         self, queue: str, seq_number: int, lock_token: str, reason: str = "", description: str = ""

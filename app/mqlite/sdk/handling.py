@@ -1,7 +1,8 @@
 """Running handlers and settling their outcome, for the ``Receiver``: a worker thread takes
 a claimed message, runs the handler, and completes it (returned), rejects it
-(``DeadLetter``) or abandons it with the backoff delay (raised). A mixin sharing the
-receiver's state behind its one condition variable.
+(``DeadLetter``) or abandons it (raised) with the exception as its ``error`` and the delay
+left to the queue's retry policy (the ``Backoff``'s only when the queue has none). A
+mixin sharing the receiver's state behind its one condition variable.
 """
 
 from __future__ import annotations
@@ -18,6 +19,7 @@ from mqlite.sdk.consumer import (
     ErrorCallback,
     Handler,
     Lease,
+    error_text,
     log,
 )
 from mqlite.sdk.inbox import SlowTxWarning, TxClient, TxHandler
@@ -38,6 +40,29 @@ class MessageHandling(LeaseRenewal):
     _backoff: Backoff | None
     _on_error: ErrorCallback | None
     _work: queue_mod.SimpleQueue[Lease | None]
+    _queue_retries: bool | None  # the queue has a retry policy (None: not asked yet)
+
+    def _failure_delay(self, msg: Message) -> int:
+        """The abandon delay after a handler failure: 0 (the queue's retry policy decides,
+        or at once) unless a ``Backoff`` was given AND the queue has no policy of its own."""
+        if self._backoff is None or self._queue_has_retry_policy():
+            return 0
+        return self._backoff.delay_ms(msg.delivery_count)
+
+    def _queue_has_retry_policy(self) -> bool:
+        """Asked once (``get_queue``); a client without it, or a credential that may not
+        read the queue's config, keeps the Receiver's own backoff."""
+        known = self._queue_retries
+        if known is None:
+            get_queue = getattr(self._client, "get_queue", None)
+            try:
+                info = get_queue(self._queue) if callable(get_queue) else None
+                known = bool(info is not None and info.config.retry_initial_delay_ms > 0)
+            except Exception as exc:
+                log.info("queue %r: retry policy unknown (%s); using the backoff", self._queue, exc)
+                known = False
+            self._queue_retries = known
+        return known
 
     def _worker_loop(self) -> None:
         while True:
@@ -57,7 +82,7 @@ class MessageHandling(LeaseRenewal):
             return
         msg = lease.message
         verb: str
-        reason = description = ""
+        reason = description = error = ""
         delay = 0
         try:
             self._handler(msg)
@@ -76,8 +101,8 @@ class MessageHandling(LeaseRenewal):
                     exc_info=exc,
                 )
             self._report(exc, msg)
-            if self._backoff is not None:
-                delay = self._backoff.delay_ms(msg.delivery_count)
+            delay = self._failure_delay(msg)
+            error = error_text(exc)
         with self._cond:
             if lease.released:
                 return  # stop() already abandoned it; this outcome came too late
@@ -91,7 +116,7 @@ class MessageHandling(LeaseRenewal):
                 self._client.reject(q, seq, token, reason, description)
                 self._count("dead_lettered")
             else:
-                self._client.abandon(q, seq, token, delay)
+                self._client.abandon(q, seq, token, delay, error)
                 self._count("abandoned")
         except Exception as exc:
             self._settle_failed(verb, msg, exc)
@@ -151,8 +176,7 @@ class MessageHandling(LeaseRenewal):
                     q,
                     exc_info=exc,
                 )
-            delay = self._backoff.delay_ms(msg.delivery_count) if self._backoff else 0
-            self._client.abandon(q, seq, token, delay)
+            self._client.abandon(q, seq, token, self._failure_delay(msg), error_text(exc))
             self._count("abandoned")
         except Exception as err:
             self._settle_failed("reject" if isinstance(exc, DeadLetter) else "abandon", msg, err)
@@ -180,7 +204,7 @@ class MessageHandling(LeaseRenewal):
         """Abandon with no delay (stop(): redeliver at once); failures are only counted."""
         for msg in msgs:
             try:
-                self._client.abandon(self._queue, msg.seq_number, msg.lock_token, 0)
+                self._client.abandon(self._queue, msg.seq_number, msg.lock_token, 0, "")
                 self._count(counter)
             except Exception as exc:
                 if isinstance(exc, errors.LockLost):

@@ -123,9 +123,12 @@ class HttpMethods(SyncDriver):
         """Delete a locked message (done)."""
         self._run(calls.complete(queue, seq_number, lock_token))
 
-    def abandon(self, queue: str, seq_number: int, lock_token: str, delay_ms: int = 0) -> None:
-        """Release a lock; redelivered after ``delay_ms``."""
-        self._run(calls.abandon(queue, seq_number, lock_token, delay_ms))
+    def abandon(
+        self, queue: str, seq_number: int, lock_token: str, delay_ms: int = 0, error: str = ""
+    ) -> None:
+        """Release a lock; redelivered after ``delay_ms`` (> 0 wins; 0 leaves the delay to the
+        queue's retry policy, or at once without one), keeping ``error`` as its last error."""
+        self._run(calls.abandon(queue, seq_number, lock_token, delay_ms, error))
 
     def reject(
         self, queue: str, seq_number: int, lock_token: str, reason: str = "", description: str = ""

@@ -120,8 +120,11 @@ class Client(Protocol):
     def complete(self, queue: str, seq_number: int, lock_token: str) -> None:
         """Delete a locked message (done)."""
 
-    def abandon(self, queue: str, seq_number: int, lock_token: str, delay_ms: int = 0) -> None:
-        """Release a lock; redelivered after ``delay_ms``."""
+    def abandon(
+        self, queue: str, seq_number: int, lock_token: str, delay_ms: int = 0, error: str = ""
+    ) -> None:
+        """Release a lock; redelivered after ``delay_ms`` (> 0 wins; 0 leaves the delay to the
+        queue's retry policy, or at once without one), keeping ``error`` as its last error."""
 
     def reject(
         self, queue: str, seq_number: int, lock_token: str, reason: str = "", description: str = ""

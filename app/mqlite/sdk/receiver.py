@@ -76,9 +76,13 @@ class Receiver(MessageHandling):
 
     - returns → ``complete``;
     - raises :class:`DeadLetter` → ``reject`` (dead-letter) with its reason/description;
-    - raises anything else → ``abandon``, with ``backoff.delay_ms(message.delivery_count)``
-      as the redelivery delay when a :class:`Backoff` is given (else redelivered at once);
-      the queue's ``max_delivery_count`` dead-letters it eventually.
+    - raises anything else → ``abandon`` with the exception (``Type: message``, clipped to
+      4 KiB) as its ``error`` (the message's ``last_error``). The delay is the queue's:
+      its retry policy when it has one (``retry_initial_delay_ms`` > 0), else
+      ``backoff.delay_ms(message.delivery_count)`` when a :class:`Backoff` is given, else
+      none (redelivered at once). Whether the queue has a policy is asked once, with
+      ``get_queue``, only when a Backoff is given (a key that may not read it keeps the
+      Backoff); the queue's ``max_delivery_count`` dead-letters it eventually.
 
     Options: ``max_messages`` caps one receive (default ``concurrency``, at most 256; a
     receive never asks for more than the free slots); ``wait_ms`` is the long poll
@@ -149,6 +153,7 @@ class Receiver(MessageHandling):
         self._max_messages = max_messages
         self._wait_ms = wait_ms
         self._backoff = backoff
+        self._queue_retries: bool | None = None
         self._on_error = on_error
         self._retry = retry_backoff if retry_backoff is not None else Backoff(100, 5000)
         self._clock: Clock = clock if clock is not None else client_clock(client)

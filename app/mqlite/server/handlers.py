@@ -141,7 +141,9 @@ for _verb in ("Complete", "Defer", "Renew"):
 @rpc("QueueService/Abandon")
 async def abandon(ctx: Context, req: w.SettleRequest) -> Any:
     ctx.log.update(queue=req.queue, seq=req.seq_number)
-    await ctx.call(ctx.engine.abandon, req.queue, req.seq_number, req.lock_token, req.delay_ms)
+    await ctx.call(
+        ctx.engine.abandon, req.queue, req.seq_number, req.lock_token, req.delay_ms, req.error
+    )
     return w.SettleResponse()
 
 

@@ -17,7 +17,6 @@ it unwinds, so the happy path never formats a path.
 from __future__ import annotations
 
 import binascii
-import difflib
 import json
 import typing
 from functools import cache
@@ -82,6 +81,8 @@ def nearest(name: str, fields: dict[str, mi.Field]) -> str:
             if isinstance(inner, mi.StructType) and name in _fields(inner.cls)[0]:
                 return f' (did you mean "{key}": {{"{name}": …}}?)'
     lowered = {k.lower(): k for k in fields}
+    import difflib  # only on a refused body: kept out of the worker's idle footprint
+
     match = difflib.get_close_matches(name.lower(), list(lowered), n=1, cutoff=0.6)
     return f' (did you mean "{lowered[match[0]]}"?)' if match else ""
 
@@ -122,6 +123,8 @@ def _zero(t: mi.Type) -> Any:
         return ""
     if isinstance(t, mi.IntType):
         return 0
+    if isinstance(t, mi.FloatType):
+        return 0.0
     if isinstance(t, mi.BoolType):
         return False
     if isinstance(t, mi.DictType | mi.StructType):
@@ -147,6 +150,9 @@ def walk(t: mi.Type, v: Any, *, lenient: bool) -> Any:
             raise want("integer", v)
         if not INT64_MIN <= v <= INT64_MAX:
             raise Bad("integer out of int64 range")
+    elif isinstance(t, mi.FloatType):  # a JSON number; an integer is one too
+        if type(v) not in (int, float):
+            raise want("number", v)
     elif isinstance(t, mi.BoolType):
         if type(v) is not bool:
             raise want("boolean", v)

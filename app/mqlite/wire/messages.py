@@ -34,6 +34,10 @@ DeliveryCount = Annotated[I64, Doc("deliveries so far")]
 LockToken = Annotated[str, Doc("fencing token from a peek-lock Receive")]
 StateName = Annotated[str, Doc("Peek only: active, locked, deferred, scheduled or dead_lettered")]
 DeadLetterText = Annotated[str, Doc("set on dead letters")]
+LastError = Annotated[
+    str, Doc("the error of the last failed delivery (Abandon's error, or 'lock expired')")
+]
+LastErrorAt = Annotated[I64, Doc("epoch ms of last_error")]
 MessageId = Annotated[str, Doc("dedup / idempotency key")]
 GroupId = Annotated[str, Doc("ordering / session key")]
 CorrelationId = Annotated[str, Doc("free-form: ties a reply to its request")]
@@ -59,6 +63,8 @@ class MessageJSON(Request):
     state: IgnoredStr = ""
     dead_letter_reason: IgnoredStr = ""
     dead_letter_description: IgnoredStr = ""
+    last_error: IgnoredStr = ""
+    last_error_at_ms: Ignored = 0
     message_id: MessageId = ""
     correlation_id: CorrelationId = ""
     reply_to: ReplyTo = ""
@@ -117,6 +123,8 @@ class SampleMessage(Request):
     state: IgnoredStr = ""
     dead_letter_reason: IgnoredStr = ""
     dead_letter_description: IgnoredStr = ""
+    last_error: IgnoredStr = ""
+    last_error_at_ms: Ignored = 0
     message_id: MessageId = ""
     correlation_id: CorrelationId = ""
     reply_to: ReplyTo = ""
@@ -170,6 +178,8 @@ class ReceivedMessage(Response):
     subject: Subject = ""
     properties: Properties = field(default_factory=dict)
     body: Body = b""
+    last_error: LastError = ""
+    last_error_at_ms: LastErrorAt = 0
 
     @classmethod
     def of(cls, m: t.Message) -> ReceivedMessage:
@@ -193,6 +203,8 @@ class ReceivedMessage(Response):
             self.enqueued_at_ms,
             self.locked_until_ms,
             self.lock_token,
+            last_error=self.last_error,
+            last_error_at_ms=self.last_error_at_ms,
         )
 
 
@@ -216,6 +228,8 @@ class PeekedMessage(Response):
     subject: Subject = ""
     properties: Properties = field(default_factory=dict)
     body: Body = b""
+    last_error: LastError = ""
+    last_error_at_ms: LastErrorAt = 0
 
     @classmethod
     def of(cls, m: t.Message) -> PeekedMessage:
@@ -242,6 +256,8 @@ class PeekedMessage(Response):
             self.expires_at_ms,
             self.dead_letter_reason,
             self.dead_letter_description,
+            self.last_error,
+            self.last_error_at_ms,
         )
 
 

@@ -58,6 +58,22 @@ class QueueConfigJSON(Request):
     dlq_max_age_ms: Annotated[I64, Doc("0 = inherit, -1 = unbounded")] = 0
     dlq_max_count: Annotated[I64, Doc("0 = inherit, -1 = unbounded")] = 0
     dlq_max_bytes: Annotated[I64, Doc("0 = inherit, -1 = unbounded")] = 0
+    retry_initial_delay_ms: Annotated[
+        I64,
+        Doc(
+            "retry policy: delay after the first failed delivery (abandon without delay_ms, "
+            "or an expired lock); 0 = off, redelivered at once"
+        ),
+    ] = 0
+    retry_multiplier: Annotated[
+        float, Doc("1..1000: each further failure multiplies the delay (1 = constant)")
+    ] = _QC.retry_multiplier
+    retry_max_delay_ms: Annotated[
+        I64, Doc("the delay's cap, >= retry_initial_delay_ms; default 900000 (15 min)")
+    ] = _QC.retry_max_delay_ms
+    retry_jitter: Annotated[
+        float, Doc("0..1: the delay is drawn from [d*(1-jitter), d]; 0 = exact")
+    ] = _QC.retry_jitter
 
     @classmethod
     def of(cls, c: t.QueueConfig) -> QueueConfigJSON:
@@ -73,6 +89,10 @@ class QueueConfigJSON(Request):
             c.dlq_max_age_ms,
             c.dlq_max_count,
             c.dlq_max_bytes,
+            c.retry_initial_delay_ms,
+            canonical(c.retry_multiplier, d.retry_multiplier),
+            canonical(c.retry_max_delay_ms, d.retry_max_delay_ms),
+            canonical(c.retry_jitter, d.retry_jitter),
         )
 
     def value(self) -> t.QueueConfig:
@@ -99,6 +119,11 @@ class QueueInfoJSON(Response):
     dlq_max_age_ms: I64 = 0
     dlq_max_count: I64 = 0
     dlq_max_bytes: I64 = 0
+    # The retry policy: omitted while at its defaults (a queue without one lists as before).
+    retry_initial_delay_ms: Annotated[I64, Doc("omitted while 0 (no retry policy)")] = 0
+    retry_multiplier: float = _QC.retry_multiplier
+    retry_max_delay_ms: I64 = _QC.retry_max_delay_ms
+    retry_jitter: float = _QC.retry_jitter
 
     @classmethod
     def of(cls, q: t.QueueInfo) -> QueueInfoJSON:
@@ -116,6 +141,10 @@ class QueueInfoJSON(Response):
             c.dlq_max_age_ms,
             c.dlq_max_count,
             c.dlq_max_bytes,
+            c.retry_initial_delay_ms,
+            canonical(c.retry_multiplier, _QC.retry_multiplier),
+            canonical(c.retry_max_delay_ms, _QC.retry_max_delay_ms),
+            canonical(c.retry_jitter, _QC.retry_jitter),
         )
 
     def value(self) -> t.QueueInfo:

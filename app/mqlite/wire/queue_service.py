@@ -112,7 +112,20 @@ class SettleRequest(Request):
     dead_letter_description: Annotated[
         str, Doc("Reject only: the details, for whoever inspects the dead letter")
     ] = ""
-    delay_ms: Annotated[I64, Doc("Abandon only: ms before it can be received again")] = 0
+    delay_ms: Annotated[
+        I64,
+        Doc(
+            "Abandon only: ms before it can be received again; > 0 wins over the queue's "
+            "retry policy, 0 leaves the delay to it"
+        ),
+    ] = 0
+    error: Annotated[
+        str,
+        Doc(
+            "Abandon only: why it failed, at most 4096 bytes of UTF-8; kept as the "
+            "message's last_error (and in its dead-letter description at the limit)"
+        ),
+    ] = ""
 
 
 class SettleResponse(Snapshot):

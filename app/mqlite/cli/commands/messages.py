@@ -152,7 +152,8 @@ def peek(ctx: Context) -> int:
                 m.subject or "-",
                 props_text(m.properties),
                 body_preview(m.body)
-                + (f"  [{m.dead_letter_reason}]" if m.dead_letter_reason else ""),
+                + (f"  [{m.dead_letter_reason}]" if m.dead_letter_reason else "")
+                + (f"  last error: {error_preview(m.last_error)}" if m.last_error else ""),
             )
             for m in msgs
         ),
@@ -163,6 +164,12 @@ def peek(ctx: Context) -> int:
 def props_text(props: dict[str, str]) -> str:
     """``k=v,k=v`` (the form ``--prop`` and test-filter take), "-" when there are none."""
     return ",".join(f"{k}={v}" for k, v in sorted(props.items())) or "-"
+
+
+def error_preview(text: str, limit: int = 80) -> str:
+    """A last error on one table line: whitespace folded, clipped to ``limit`` chars."""
+    flat = " ".join(text.split())
+    return flat if len(flat) <= limit else flat[: limit - 1] + "…"
 
 
 def visible_text(m: Message) -> str:

@@ -41,6 +41,34 @@ def register(sub: Any, common: argparse.ArgumentParser) -> None:
     p.add_argument("--dlq-max-count", type=a.signed, default=0, help="0 inherits, -1 unbounded")
     p.add_argument("--dlq-max-bytes", type=a.signed, default=0, help="0 inherits, -1 unbounded")
     p.add_argument(
+        "--retry-initial",
+        type=a.duration,
+        metavar="DURATION",
+        default=0,
+        help="retry policy: wait after the first failed delivery (0 = off: at once)",
+    )
+    p.add_argument(
+        "--retry-max",
+        type=a.duration,
+        metavar="DURATION",
+        default=QueueConfig().retry_max_delay_ms,
+        help="the retry delay's cap (default 15m)",
+    )
+    p.add_argument(
+        "--retry-multiplier",
+        type=float,
+        metavar="X",
+        default=QueueConfig().retry_multiplier,
+        help="each further failure multiplies the delay (1..1000, default 2)",
+    )
+    p.add_argument(
+        "--retry-jitter",
+        type=float,
+        metavar="J",
+        default=0.0,
+        help="0..1: draw each delay from [d*(1-J), d] (default 0)",
+    )
+    p.add_argument(
         "--if-absent",
         action="store_true",
         help="create only if the name is free; an existing queue is left as it is",
@@ -101,6 +129,10 @@ def create_queue(ctx: Context) -> int:
         dlq_max_age_ms=g.dlq_max_age,
         dlq_max_count=g.dlq_max_count,
         dlq_max_bytes=g.dlq_max_bytes,
+        retry_initial_delay_ms=g.retry_initial,
+        retry_multiplier=g.retry_multiplier,
+        retry_max_delay_ms=g.retry_max,
+        retry_jitter=g.retry_jitter,
     )
     if g.strict and not g.if_absent:
         raise UsageError("--strict goes with --if-absent")
@@ -116,6 +148,12 @@ def create_queue(ctx: Context) -> int:
     ctx.out.line(
         f"queue {info.name} ready: lock={ms_text(c.lock_duration_ms)} "
         f"max-delivery={c.max_delivery_count} ordering={c.ordering_mode}"
+        + (
+            f" retry={ms_text(c.retry_initial_delay_ms)}x{c.retry_multiplier:g}"
+            f"..{ms_text(c.retry_max_delay_ms)} jitter={c.retry_jitter:g}"
+            if c.retry_initial_delay_ms > 0
+            else ""
+        )
         + (f" generation={info.generation}" if info.generation else "")
     )
     return 0

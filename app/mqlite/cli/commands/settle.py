@@ -35,7 +35,12 @@ def register(sub: Any, common: argparse.ArgumentParser) -> None:
                 type=a.duration,
                 metavar="DURATION",
                 default=0,
-                help="redeliver after this",
+                help="redeliver after this (0 = the queue's retry policy, or at once)",
+            )
+            p.add_argument(
+                "--error",
+                default="",
+                help="why it failed (at most 4 KiB): kept as the message's last error",
             )
         if verb == "reject":
             p.add_argument("--reason", default="", help="dead-letter reason")
@@ -59,7 +64,7 @@ def settle(ctx: Context) -> int:
     if g.verb == "complete":
         c.complete(g.queue, g.seq, g.lock_token)
     elif g.verb == "abandon":
-        c.abandon(g.queue, g.seq, g.lock_token, g.delay)
+        c.abandon(g.queue, g.seq, g.lock_token, g.delay, g.error)
     elif g.verb == "reject":
         c.reject(g.queue, g.seq, g.lock_token, g.reason, g.detail)
     elif g.verb == "defer":

@@ -40,13 +40,22 @@ export function tickCountdowns(root) {
 
 async function abandonArgs() {
   const delay = h("input", { type: "number", min: "0", step: "1", inputmode: "numeric", value: "0" });
+  // The failure kept with the message as its last error (the retry policy, issue 30); the
+  // broker refuses more than 4 KiB of UTF-8 and says so.
+  const error = h("input", { type: "text", autocomplete: "off", maxlength: "4096", value: "" });
   const values = await formDialog({
     title: "Abandon the message?",
     intro: h("p", {}, "Its lock is released and it can be received again (its delivery count stays)."),
-    fields: [{ name: "delay", label: "Delay (ms)", control: delay, hint: "0 = at once" }],
+    fields: [
+      { name: "delay", label: "Delay (ms)", control: delay, hint: "0 = at once, or the queue's retry policy" },
+      { name: "error", label: "Error", control: error, hint: "optional: kept as the message's last error" },
+    ],
     action: "Abandon",
   });
-  return values && { delay_ms: intValue(delay) };
+  if (!values) return values;
+  const args = { delay_ms: intValue(delay) };
+  if (error.value) args.error = error.value;
+  return args;
 }
 
 async function rejectArgs() {

@@ -17,6 +17,16 @@ import { errorView, pageTitle, panel, setFlash } from "../ui.js";
 const ms = (v) => (v ? `${v} ms (${duration(v)})` : "0");
 const dlqBound = (v, unit) => (v === 0 ? "inherit broker default" : v < 0 ? "unbounded" : `${v}${unit}`);
 
+// Absent fields are at their defaults (the wire omits them): multiplier 2, cap 15 min.
+function retryText(info) {
+  const first = info.retry_initial_delay_ms || 0;
+  if (!first) return "off (a failed delivery comes back at once)";
+  const mult = info.retry_multiplier ?? 2;
+  const cap = info.retry_max_delay_ms ?? 900000;
+  const jitter = info.retry_jitter || 0;
+  return `${ms(first)} × ${mult} per failure, at most ${ms(cap)}${jitter ? `, jitter ${jitter}` : ""}`;
+}
+
 function configView(info) {
   return dl([
     ["Kind", info.kind],
@@ -29,6 +39,7 @@ function configView(info) {
     ["DLQ max age", dlqBound(info.dlq_max_age_ms || 0, " ms")],
     ["DLQ max count", dlqBound(info.dlq_max_count || 0, "")],
     ["DLQ max bytes", dlqBound(info.dlq_max_bytes || 0, " B")],
+    ["Retry policy", retryText(info)],
     ["Generation", info.generation || "(legacy)"],
   ]);
 }

@@ -18,6 +18,10 @@ function createForm(ctx, onCreated) {
   const maxDelivery = h("input", { type: "number", min: "0", step: "1", inputmode: "numeric", placeholder: "10" });
   const ttl = h("input", { type: "number", min: "0", step: "1", inputmode: "numeric", placeholder: "0" });
   const dedup = h("input", { type: "number", min: "0", step: "1", inputmode: "numeric", placeholder: "0" });
+  const retryInitial = h("input", { type: "number", min: "0", step: "1", inputmode: "numeric", placeholder: "0" });
+  const retryMultiplier = h("input", { type: "number", min: "1", max: "1000", step: "any", inputmode: "decimal", placeholder: "2" });
+  const retryMax = h("input", { type: "number", min: "0", step: "1", inputmode: "numeric", placeholder: "900000" });
+  const retryJitter = h("input", { type: "number", min: "0", max: "1", step: "any", inputmode: "decimal", placeholder: "0" });
   const result = resultArea();
   const f = form({ class: "grid-form", "aria-label": "Create a queue" }, [
     field("Name", name),
@@ -26,6 +30,10 @@ function createForm(ctx, onCreated) {
     field("Max deliveries", maxDelivery, "blank or 0 = 10"),
     field("Default TTL (ms)", ttl, "0 = unlimited"),
     field("Dedup window (ms)", dedup, "0 = off"),
+    field("Retry: first delay (ms)", retryInitial, "wait after a failed delivery; 0 = off (at once)"),
+    field("Retry: multiplier", retryMultiplier, "1..1000, blank = 2; 1 = a constant delay"),
+    field("Retry: max delay (ms)", retryMax, "the cap, blank = 900000 (15 min)"),
+    field("Retry: jitter", retryJitter, "0..1: each delay drawn from [d·(1−jitter), d]"),
     h("div", { class: "actions" }, h("button", { type: "submit", class: "primary" }, "Create queue")),
   ], async () => {
     result.clear();
@@ -35,7 +43,12 @@ function createForm(ctx, onCreated) {
       max_delivery_count: intValue(maxDelivery),
       default_ttl_ms: intValue(ttl),
       dedup_window_ms: intValue(dedup),
+      retry_initial_delay_ms: intValue(retryInitial),
     };
+    // Blank keeps the broker's default (the field is left out of the request).
+    if (retryMultiplier.value.trim() !== "") config.retry_multiplier = Number(retryMultiplier.value);
+    if (retryMax.value.trim() !== "") config.retry_max_delay_ms = intValue(retryMax);
+    if (retryJitter.value.trim() !== "") config.retry_jitter = Number(retryJitter.value);
     try {
       await ctx.api.call("AdminService/CreateQueue", { name: name.value.trim(), config });
       result.ok("Created ", h("a", { href: queueHref(name.value.trim()) }, name.value.trim()), ".");
