@@ -114,6 +114,29 @@ def checkpoint_from_env(environ: Mapping[str, str]) -> str:
     return mode
 
 
+def key_rate_limit_from_env(environ: Mapping[str, str]) -> tuple[int, int]:
+    """``MQLITE_KEY_RATE_LIMIT``: ``RATE`` or ``RATE/BURST`` (per second; burst defaults to
+    the rate), the bucket of every managed key created without its own; 0/unset = none."""
+    raw = environ.get("MQLITE_KEY_RATE_LIMIT", "").strip()
+    if not raw:
+        return 0, 0
+    parts = raw.split("/")
+    if len(parts) > 2 or not all(p.strip().isdigit() for p in parts):
+        raise ConfigError(f"MQLITE_KEY_RATE_LIMIT={raw!r} is not RATE or RATE/BURST (integers)")
+    rate, burst = int(parts[0]), int(parts[1]) if len(parts) == 2 else 0
+    if rate > 1_000_000 or burst > 1_000_000:
+        raise ConfigError("MQLITE_KEY_RATE_LIMIT: rate and burst must be at most 1000000")
+    return rate, burst or rate
+
+
+def access_log_from_env(environ: Mapping[str, str]) -> str:
+    """``MQLITE_ACCESS_LOG``: ``all``, ``errors`` (the default) or ``off``."""
+    raw = environ.get("MQLITE_ACCESS_LOG", "").strip().lower() or "errors"
+    if raw not in ("all", "errors", "off"):
+        raise ConfigError(f"MQLITE_ACCESS_LOG={raw!r} is not all, errors or off")
+    return raw
+
+
 def remote_db_token(environ: Mapping[str, str]) -> str:
     """The remote database's token: ``MQLITE_DB_AUTH_TOKEN``, the file named by
     ``MQLITE_DB_AUTH_TOKEN_FILE`` (a container secret), or the systemd credential
@@ -220,6 +243,10 @@ class Settings:
     # PASSIVE when Litestream replicates the file (MQLITE_REPLICA_URL, or MQLITE_CHECKPOINT
     # for a Litestream run beside the broker): store.CHECKPOINT_MODES says why.
     checkpoint: str = "TRUNCATE"
+    # MQLITE_KEY_RATE_LIMIT: (per second, burst) for managed keys that set none; 0 = none.
+    key_rate_limit: tuple[int, int] = (0, 0)
+    # MQLITE_ACCESS_LOG: all | errors (4xx/5xx and requests slower than 1 s) | off.
+    access_log: str = "errors"
 
     @property
     def auth(self) -> bool:
@@ -314,6 +341,8 @@ class Settings:
             test_kill_point=environ.get("MQLITE_TEST_KILL_POINT", "").strip(),
             test_hooks=_flag(environ, "MQLITE_TEST_HOOKS", False),
             checkpoint=checkpoint_from_env(environ),
+            key_rate_limit=key_rate_limit_from_env(environ),
+            access_log=access_log_from_env(environ),
         )
 
     def with_flags(

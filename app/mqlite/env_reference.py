@@ -90,6 +90,18 @@ VARIABLES: tuple[Variable, ...] = (
     Variable("MQLITE_DLQ_MAX_BYTES", "0 (off)", "dead-letter bytes kept per queue (0 = unbounded)"),
     Variable("MQLITE_LOG_LEVEL", "INFO", "DEBUG/INFO/WARNING/ERROR"),
     Variable(
+        "MQLITE_ACCESS_LOG",
+        "errors",
+        "access-log lines: `errors` (4xx/5xx and requests slower than 1 s), `all` (every "
+        "request, ~230 bytes each: 2.29 MB per 10,000 Sends), `off`",
+    ),
+    Variable(
+        "MQLITE_KEY_RATE_LIMIT",
+        "off",
+        "`RATE` or `RATE/BURST`: the per-second token bucket of managed keys created without "
+        "their own (429 `resource_exhausted` over it)",
+    ),
+    Variable(
         "MQLITE_DIAGNOSTIC_LOG",
         "none",
         "a private JSONL file of failure events (`--diagnostic-log`)",

@@ -165,6 +165,18 @@ class Unavailable(MQLiteError):
     http_status = 503
 
 
+class ResourceExhausted(MQLiteError):
+    """the caller's rate limit is spent: nothing was done; retry after ``retry_after_s``
+    seconds (the ``Retry-After`` header)."""
+
+    code = "resource_exhausted"
+    http_status = 429
+
+    def __init__(self, message: str | None = None, *, retry_after_s: int = 1) -> None:
+        super().__init__(message)
+        self.retry_after_s = retry_after_s
+
+
 class Unimplemented(MQLiteError):
     """method not implemented (POST required)."""
 
@@ -293,6 +305,7 @@ def _wire_classes() -> Mapping[str, type[MQLiteError]]:
         Unavailable,
         Unimplemented,
         Internal,
+        ResourceExhausted,
     ):
         assert cls.code not in table, f"duplicate wire code {cls.code}"
         table[cls.code] = cls

@@ -242,7 +242,9 @@ class Permission(StrEnum):
 class AccessKey:
     """A managed access key's metadata: never the token, never its digest.
 
-    ``expires_at_ms`` 0 = no expiry; ``revoked_at_ms`` 0 = not revoked.
+    ``expires_at_ms`` 0 = no expiry; ``revoked_at_ms`` 0 = not revoked. ``queues``: the
+    queue-name patterns the key is confined to (empty = every queue); ``rate_limit_per_s``
+    and ``burst``: its token bucket (0 = the broker default).
     """
 
     id: str
@@ -251,6 +253,9 @@ class AccessKey:
     created_at_ms: int
     expires_at_ms: int = 0
     revoked_at_ms: int = 0
+    queues: tuple[str, ...] = ()
+    rate_limit_per_s: int = 0
+    burst: int = 0
 
 
 @dataclass(frozen=True, slots=True)

@@ -15,6 +15,7 @@ import pytest
 from cli_support import Cli, mqlite_cmd
 
 import mqlite
+from mqlite.engine import SCHEMA_VERSION
 
 
 def _rows(db: Path) -> dict[int, tuple[str, bytes]]:
@@ -105,7 +106,7 @@ def test_backup_refuses_existing_path_client_mode_and_memory(
 
 def test_restore_json_reports_counts(embedded_cli: Cli, snapshot: Path, tmp_path: Path) -> None:
     got = embedded_cli.json("restore", str(snapshot), "--data-dir", str(tmp_path / "new"))
-    assert (got["schema_version"], got["queues"], got["messages"]) == ("8", 1, 2)
+    assert (got["schema_version"], got["queues"], got["messages"]) == (SCHEMA_VERSION, 1, 2)
     assert got["by_state"] == {"active": 2}
 
 
@@ -156,7 +157,7 @@ def test_backup_of_a_running_brokers_database(client_cli: Cli, queue: str, tmp_p
     snap = tmp_path / "live.db"
     local.ok("backup", str(snap))
     got = local.json("restore", str(snap), "--data-dir", str(tmp_path / "r"))
-    assert got["schema_version"] == "8" and got["queues"] >= 1
+    assert got["schema_version"] == SCHEMA_VERSION and got["queues"] >= 1
     bodies = {body for _, body in _rows(tmp_path / "r" / "mq.db").values()}
     assert {b"one", b"two"} <= bodies
     r = local.run("metrics", queue)  # an embedded open of the broker's file is refused

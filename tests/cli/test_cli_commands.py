@@ -15,6 +15,7 @@ from pathlib import Path
 from cli_support import Cli
 
 import mqlite
+from mqlite.engine import SCHEMA_VERSION
 
 
 def b64(data: bytes) -> str:
@@ -200,9 +201,11 @@ def test_test_filter(cli: Cli) -> None:
 
 def test_status(cli: Cli) -> None:
     snap = cli.json("status")
-    assert snap["schema_version"] == "8" and snap["version"] and "queues" in snap
+    assert snap["schema_version"] == SCHEMA_VERSION and snap["version"] and "queues" in snap
     text = cli.ok("status")
-    assert ("client of" in text) == (cli.mode == "client") and "schema_version: 8" in text
+    assert ("client of" in text) == (
+        cli.mode == "client"
+    ) and f"schema_version: {SCHEMA_VERSION}" in text
 
 
 def test_keys_create_list_revoke(cli: Cli) -> None:
@@ -219,6 +222,21 @@ def test_keys_create_list_revoke(cli: Cli) -> None:
     assert r.returncode == 1 and key["id"].encode() in r.stderr  # the id to reconcile
     assert cli.run("key", "create", "--name", "x").returncode == 2
     assert cli.run("key").returncode == 2
+
+
+def test_key_create_with_queue_scopes(cli: Cli) -> None:
+    """``--queue PATTERN`` (repeatable) confines the key (issue 35); shown by text and JSON."""
+    args = ("key", "create", "--name", "scoped", "--permissions", "send")
+    created = cli.json(*args, "--queue", "orders", "--queue", "team-a/*")
+    assert created["key"]["queues"] == ["orders", "team-a/*"]
+    text = cli.ok(*args, "--queue", "billing.*")
+    assert "queues:      billing.*" in text
+    assert "(every queue)" in cli.ok("key", "create", "--name", "all", "--permissions", "send")
+    r = cli.run(*args, "--queue", "a*b")
+    assert r.returncode == 1 and b"trailing '*'" in r.stderr
+    limited = cli.json(*args, "--rate-limit", "5", "--burst", "10")["key"]
+    assert (limited["rate_limit_per_s"], limited["burst"]) == (5, 10)
+    assert "rate limit:  5/s, burst 10" in cli.ok(*args, "--rate-limit", "5", "--burst", "10")
 
 
 def test_runtime_errors_exit_1_with_one_line(cli: Cli) -> None:

@@ -12,6 +12,7 @@ from conformance_support import T0, counts, peek_one, send_bodies
 import mqlite
 from mqlite import OutMessage, QueueConfig, errors
 from mqlite.clock import FakeClock
+from mqlite.engine import SCHEMA_VERSION
 
 
 def test_10_1_second_open_on_the_same_file_is_db_locked(mq, dsn, clock):
@@ -60,7 +61,9 @@ def test_10_2_schema_version_mismatch_is_refused(open_mq, raw_db):
     mq.create_queue("q", QueueConfig())
     mq.close()
     con = raw_db()
-    assert con.execute("SELECT value FROM meta WHERE key='schema_version'").fetchone() == ("8",)
+    assert con.execute("SELECT value FROM meta WHERE key='schema_version'").fetchone() == (
+        SCHEMA_VERSION,
+    )
     con.execute("UPDATE meta SET value='4' WHERE key='schema_version'")
     con.commit()
     con.close()
@@ -94,7 +97,7 @@ def test_10_2_fresh_database_gets_the_guard_token(mq, raw_db):
         row = con.execute("SELECT value FROM meta WHERE key='schema_version'").fetchone()
     finally:
         con.close()
-    assert row == ("8",)
+    assert row == (SCHEMA_VERSION,)
 
 
 def test_10_3_times_are_epoch_ms_from_the_injected_clock(mq, make_queue, clock):

@@ -213,13 +213,20 @@ class Broker:
         return list(out["messages"])
 
     def create_key(
-        self, permissions: Sequence[str], *, expires_at_ms: int = 0, name: str = "e2e"
+        self,
+        permissions: Sequence[str],
+        *,
+        expires_at_ms: int = 0,
+        name: str = "e2e",
+        queues: Sequence[str] = (),
     ) -> tuple[str, str]:
-        """A managed key; returns (id, token)."""
+        """A managed key (``queues``: its scope patterns); returns (id, token)."""
         key_id = uuid.uuid4().hex
         body: dict[str, Any] = {"id": key_id, "name": name, "permissions": list(permissions)}
         if expires_at_ms:
             body["expires_at_ms"] = expires_at_ms
+        if queues:
+            body["queues"] = list(queues)
         out = self.ok("AuthService/CreateKey", body)
         return key_id, out["token"]
 

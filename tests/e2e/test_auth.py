@@ -85,6 +85,16 @@ def body_for(route: str, q: str) -> dict[str, Any]:
         "CompleteBatch": {"queue": q, "messages": [{"seq_number": 999_999, "lock_token": "x"}]},
         "RenewBatch": {"queue": q, "messages": [{"seq_number": 999_999, "lock_token": "x"}]},
         "CreateQueue": {"name": q},
+        "EnsureQueue": {"name": q},
+        "CreateSchedule": {
+            "name": unique("sched"),
+            "cron": "@yearly",
+            "queue": q,
+            "message": {"body": b64("x")},
+            "paused": True,
+        },
+        "DeleteSchedule": {"name": unique("absent-sched")},
+        "ListSchedules": {},
         "DeleteQueue": {"name": unique("absent"), "generation": "g"},
         "Subscribe": {"topic": unique("t"), "name": unique("s")},
         "Unsubscribe": {"topic": unique("t"), "name": unique("s")},
@@ -393,7 +403,7 @@ def test_generated_token_printed_once_and_never_logged(broker_factory: BrokerFac
 def test_request_logs_are_json_lines_without_tokens_or_bodies(
     broker_factory: BrokerFactory,
 ) -> None:
-    b = broker_factory()
+    b = broker_factory({"MQLITE_ACCESS_LOG": "all"})  # every request has its line
     q = b.create_queue()
     secret_body = "TOPSECRET-BODY-7f3a91"
     _, key_token = b.create_key(["send", "listen"])
@@ -454,7 +464,7 @@ def test_request_logs_are_json_lines_without_tokens_or_bodies(
 
 
 def test_empty_receive_logged_at_debug_only(broker_factory: BrokerFactory) -> None:
-    b = broker_factory()
+    b = broker_factory({"MQLITE_ACCESS_LOG": "all"})
     q = b.create_queue()
     assert b.receive(q) == []
     b.send(q, "x")

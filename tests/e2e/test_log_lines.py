@@ -18,6 +18,7 @@ from pathlib import Path
 from typing import Any
 
 import httpx
+import pytest
 from e2e_support import Broker, BrokerFactory, b64, now_ms, unique
 
 RFC3339_UTC_MS = re.compile(r"\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d\.\d{3}Z")
@@ -110,7 +111,10 @@ def ready_pid(b: Broker, other_than: int = 0) -> int:
 
 def test_every_line_of_a_broker_life_is_one_json_object(broker_factory: BrokerFactory) -> None:
     started = wall_clock()
-    first = broker_factory({"MQLITE_TOKENS": None, **FAR_ZONE}, token=None)
+    # every request's line (the default, errors, would skip the successful ones)
+    first = broker_factory(
+        {"MQLITE_TOKENS": None, "MQLITE_ACCESS_LOG": "all", **FAR_ZONE}, token=None
+    )
     (listening, auth) = json_lines(first.stdout_path)[:2]
     first.token = auth["token"]  # the banner is JSON: a script reads the token from it
     assert auth["auth"] == "generated" and first.token.startswith("mqk_")
@@ -131,7 +135,7 @@ def test_every_line_of_a_broker_life_is_one_json_object(broker_factory: BrokerFa
     traffic(first, q)
     assert first.stop() == 0
 
-    second = broker_factory(FAR_ZONE, db_path=first.db_path)
+    second = broker_factory({"MQLITE_ACCESS_LOG": "all", **FAR_ZONE}, db_path=first.db_path)
     assert [m["seq_number"] for m in second.receive(durable)] == [kept]
     traffic(second, q)
     assert second.stop() == 0
@@ -164,3 +168,22 @@ def test_every_line_of_a_broker_life_is_one_json_object(broker_factory: BrokerFa
     assert has("mqlite.filters", r"^subscription filter failed", level="WARNING")
     assert has("mqlite.server", r"^broker stopped$", pid=respawned)
     assert not any("color_message" in r for r in records)  # uvicorn's ANSI copy is dropped
+
+
+@pytest.mark.parametrize(
+    ("mode", "want_ok", "want_error"),
+    [("errors", False, True), ("off", False, False), ("all", True, True)],
+)
+def test_mqlite_access_log_chooses_which_requests_get_a_line(
+    broker_factory: BrokerFactory, mode: str, want_ok: bool, want_error: bool
+) -> None:
+    """``errors`` (the default) keeps 4xx/5xx and drops fast successes; ``off`` keeps none;
+    ``all`` keeps every request (issue 35: the audit trail answers who changed what)."""
+    b = broker_factory({} if mode == "errors" else {"MQLITE_ACCESS_LOG": mode})
+    q = b.create_queue()
+    b.send(q, "x")
+    b.err("QueueService/Stats", {"queue": "missing-" + q}, 404, "not_found")
+    assert b.stop() == 0
+    access = [r for r in json_lines(b.stderr_path) if r.get("logger") == "mqlite.access"]
+    assert any(r["route"] == "QueueService/Send" for r in access) == want_ok
+    assert any(r["status"] == 404 for r in access) == want_error

@@ -17,6 +17,7 @@ GOLDEN = Path(__file__).with_name("schema.txt")
 SCHEMA_V5 = Path(__file__).with_name("schema_v5.sql")
 SCHEMA_V6 = Path(__file__).with_name("schema_v6.sql")
 SCHEMA_V7 = Path(__file__).with_name("schema_v7.sql")
+SCHEMA_V8 = Path(__file__).with_name("schema_v8.sql")
 
 # Changing schema.sql means changing this hash; an incompatible change also needs a new
 # SCHEMA_VERSION token and a step in engine/migrations.py from the previous one.
@@ -25,6 +26,7 @@ PINNED = {
     "6": "fb7ec30c81f2a0c024990f64525c512317ea7010dc02911746ea6e0030da7f91",
     "7": "d7e48b8028e5b54eea8163834115999d318ab280870b6bc1cf7e2c5461124737",
     "8": "a1e2d016faa4de4574dc4f831b8016b022c25927fe40df4c905354a4d713679a",
+    "9": "ef6252cf1f8715a3cd3a6ff302544266232294abe2a3b38f9fdfb2b0e6a68612",
 }
 
 
@@ -41,12 +43,13 @@ def built_schema(conn: sqlite3.Connection) -> str:
 
 def test_schema_sql_hash_is_pinned_to_the_version_token() -> None:
     digest = hashlib.sha256(store.schema_sql().encode("utf-8")).hexdigest()
-    assert store.SCHEMA_VERSION == "8"
+    assert store.SCHEMA_VERSION == "9"
     assert digest == PINNED[store.SCHEMA_VERSION]
     v5 = hashlib.sha256(SCHEMA_V5.read_bytes()).hexdigest()
     assert v5 == PINNED["5"]  # the fixture IS that schema, byte for byte
     assert hashlib.sha256(SCHEMA_V6.read_bytes()).hexdigest() == PINNED["6"]
     assert hashlib.sha256(SCHEMA_V7.read_bytes()).hexdigest() == PINNED["7"]
+    assert hashlib.sha256(SCHEMA_V8.read_bytes()).hexdigest() == PINNED["8"]
 
 
 def test_sqlite_master_after_open_equals_the_golden_dump(tmp_path: Path) -> None:
@@ -124,7 +127,7 @@ def test_a_v5_database_migrates_to_the_fresh_schema_with_its_data(tmp_path: Path
         indexes = "SELECT name, sql FROM sqlite_master WHERE type='index' ORDER BY name"
         assert list(migrated.conn.execute(indexes)) == list(fresh.conn.execute(indexes))
         version = "SELECT value FROM meta WHERE key='schema_version'"
-        assert migrated.conn.execute(version).fetchone()[0] == "8"
+        assert migrated.conn.execute(version).fetchone()[0] == store.SCHEMA_VERSION
     finally:
         migrated.close()
         fresh.close()
@@ -206,7 +209,7 @@ def test_a_newer_or_foreign_token_is_refused_and_left_untouched(tmp_path: Path) 
     db = tmp_path / "new.db"
     conn = sqlite3.connect(db)
     conn.execute("CREATE TABLE meta (key TEXT PRIMARY KEY, value TEXT NOT NULL) STRICT")
-    conn.execute("INSERT INTO meta VALUES ('schema_version', '9')")
+    conn.execute("INSERT INTO meta VALUES ('schema_version', '99')")
     conn.commit()
     conn.close()
     from mqlite import errors
@@ -215,7 +218,7 @@ def test_a_newer_or_foreign_token_is_refused_and_left_untouched(tmp_path: Path) 
         store.Store(f"file:{db}").close()
         raise AssertionError("a newer schema must be refused")
     except errors.SchemaVersionMismatch as exc:
-        assert "'9'" in exc.message and "migrates from 5, 6, 7" in exc.message
+        assert "'99'" in exc.message and "migrates from 5, 6, 7, 8" in exc.message
     conn = sqlite3.connect(db)
     assert [r[0] for r in conn.execute("SELECT name FROM sqlite_master")] == [
         "meta",
@@ -262,3 +265,40 @@ def test_a_v6_database_migrates_to_the_fresh_schema_and_takes_schedules(tmp_path
         assert [s.name for s in mq.list_schedules()] == ["s"]
     finally:
         mq.close()
+
+
+def test_a_v8_database_migrates_and_its_keys_stay_unscoped_and_unlimited(tmp_path: Path) -> None:
+    """8 -> 9 adds the key scope and rate-limit columns (issue 35): an existing key keeps
+    working, scoped to every queue, with the broker's default rate."""
+    from mqlite.engine import Engine
+
+    old = tmp_path / "v8.db"
+    conn = sqlite3.connect(old)
+    sql = "\n".join(
+        ln for ln in SCHEMA_V8.read_text().splitlines() if not ln.lstrip().startswith("--")
+    )
+    for stmt in (s.strip() for s in sql.split(";")):
+        if stmt:
+            conn.execute(stmt)
+    conn.execute("INSERT INTO meta VALUES ('schema_version', '8')")
+    digest = hashlib.sha256(b"mqk_old").hexdigest()
+    conn.execute(
+        "INSERT INTO access_keys (id, name, token_sha256, permissions, created_at) "
+        "VALUES (?, 'old', ?, 'send', 1)",
+        ("a" * 32, digest),
+    )
+    conn.commit()
+    conn.close()
+    migrated = store.Store(f"file:{old}")
+    try:
+        assert migrated.migrated_from == "8"
+        assert built_schema(migrated.conn) == GOLDEN.read_text(encoding="utf-8")
+    finally:
+        migrated.close()
+    engine = Engine(f"file:{old}")
+    try:
+        key = engine.authenticate_key("mqk_old")
+        assert key is not None
+        assert (key.queues, key.rate_limit_per_s, key.burst) == ((), 0, 0)
+    finally:
+        engine.close()

@@ -807,3 +807,27 @@ def test_dead_letter_carries_reason_and_description() -> None:
     dl = DeadLetter("Poison", "bad json")
     assert (dl.reason, dl.description, str(dl)) == ("Poison", "bad json", "Poison: bad json")
     assert str(DeadLetter("Poison")) == "Poison"
+
+
+def test_a_rate_limited_receive_backs_off_for_the_brokers_retry_after(
+    engine: mqlite.EmbeddedClient,
+) -> None:
+    """A 429 that outlived the client's own retries: the Receiver waits the broker's
+    ``Retry-After`` (issue 35), not its short retry backoff."""
+    engine.create_queue("q")
+    err = errors.ResourceExhausted("rate limit", retry_after_s=1)
+    client = FailingReceives(engine, [err], forever=True)
+    r = Receiver(
+        client,
+        "q",
+        lambda m: None,
+        retry_backoff=Backoff(0, 0),
+        on_error=lambda exc, m: None,
+        clock=testing.engine(engine).clock,
+    )
+    started = time.monotonic()
+    r.start()
+    client.wait_for(lambda calls: len(calls) >= 2)
+    elapsed = time.monotonic() - started
+    r.stop()
+    assert elapsed >= 0.95  # not the 50 ms retry floor

@@ -16,7 +16,8 @@ def test_envelope_round_trip_for_every_wire_code(code: str, cls: type[errors.MQL
     exc = cls("something precise")
     body = wire.error_body(exc)
     assert body.endswith(b"\n")
-    assert json.loads(body) == {"code": code, "message": "something precise"}
+    extra = {"retry_after_s": 1} if cls is errors.ResourceExhausted else {}  # issue 35
+    assert json.loads(body) == {"code": code, "message": "something precise", **extra}
     back = wire.error_from_response(exc.http_status, body)
     assert type(back) is cls
     assert back.message == "something precise"
@@ -27,6 +28,16 @@ def test_envelope_round_trip_for_every_wire_code(code: str, cls: type[errors.MQL
 def test_default_messages_survive(code: str, cls: type[errors.MQLiteError]) -> None:
     back = wire.error_from_response(cls.http_status, wire.error_body(cls()))
     assert type(back) is cls and back.message == cls().message
+
+
+def test_a_429_carries_its_retry_after_through_the_envelope() -> None:
+    body = wire.error_body(errors.ResourceExhausted("slow down", retry_after_s=7))
+    back = wire.error_from_response(429, body)
+    assert type(back) is errors.ResourceExhausted and back.retry_after_s == 7
+    for hostile in (b'"x"', b"-1", b"true", b"99999999"):
+        forged = b'{"code":"resource_exhausted","message":"m","retry_after_s":' + hostile + b"}"
+        back = wire.error_from_response(429, forged)
+        assert back.retry_after_s == 1  # type: ignore[attr-defined]
 
 
 def test_the_code_wins_over_the_status() -> None:

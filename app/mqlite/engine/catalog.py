@@ -172,3 +172,14 @@ class Catalog:
 
     def topic_names(self) -> list[str]:
         return sorted(self._view().topics)
+
+    def topic_of(self, name: str) -> str | None:
+        """The live topic whose subscription ``name`` is, or None (a plain queue, a topic,
+        an unknown name). A scan of the topics: asked only for a scoped key's miss."""
+        info = self._view().queues.get(name)
+        if info is None or info.kind != QueueKind.SUBSCRIPTION:
+            return None
+        for topic, routes in self._view().topics.items():
+            if any(r.queue.name == name for r in routes):
+                return topic
+        return None

@@ -207,6 +207,11 @@ class Engine(AdminOps, KeyOps, TopicOps, ObserveOps, ScheduleOps):
             *((q, "dedup_conflict", n) for q, n in result.conflicts.items()),
         )
 
+    def topic_of(self, name: str) -> str | None:
+        """The topic ``name`` is a subscription of, if any (a catalog read: any thread). A
+        scoped key reaches a subscription through its topic's name (server ``auth``)."""
+        return self.catalog.topic_of(name)
+
     def has_filters(self, name: str) -> bool:
         """True when a send to ``name`` evaluates subscription filters (the server then
         routes it on a worker thread, off the event loop and off the writer)."""

@@ -14,11 +14,13 @@ import hashlib
 import sqlite3
 
 from mqlite.clock import Clock
+from mqlite.engine import scopes
 from mqlite.types import AccessKey
 
 # Every key that can still authenticate (expired ones are rejected at check time).
 LIVE_KEYS_SQL = """
-SELECT token_sha256, id, name, permissions, created_at, expires_at, revoked_at
+SELECT token_sha256, id, name, permissions, created_at, expires_at, revoked_at,
+       queues, rate_limit_per_s, burst
 FROM access_keys WHERE revoked_at = 0
 """
 
@@ -33,9 +35,19 @@ def token_digest(token: str) -> str:
     return hashlib.sha256(token.encode("utf-8")).hexdigest()
 
 
-def row_to_key(row: tuple[str, str, str, int, int, int]) -> AccessKey:
-    id_, name, perms, created, expires, revoked = row
-    return AccessKey(id_, name, tuple(perms.split(PERM_SEP)), created, expires, revoked)
+def row_to_key(row: tuple[str, str, str, int, int, int, str, int, int]) -> AccessKey:
+    id_, name, perms, created, expires, revoked, queues, rate, burst = row
+    return AccessKey(
+        id_,
+        name,
+        tuple(perms.split(PERM_SEP)),
+        created,
+        expires,
+        revoked,
+        scopes.decode(queues),
+        rate,
+        burst,
+    )
 
 
 class KeyCache:

@@ -15,6 +15,7 @@ import sqlite3
 from collections.abc import Iterable, Mapping, Sequence
 
 from mqlite import errors
+from mqlite.engine import scopes
 from mqlite.engine.core import EngineCore, serialized
 from mqlite.engine.key_cache import PERM_SEP, row_to_key, token_digest
 from mqlite.engine.validate import MAX_INT64, check_int
@@ -24,6 +25,7 @@ TOKEN_PREFIX = "mqk_"
 MAX_NAME_BYTES = 128
 DEFAULT_LIST_LIMIT = 100
 MAX_LIST_LIMIT = 1000
+MAX_RATE = 1_000_000  # rate_limit_per_s and burst: a bound, not a recommendation
 SORT_ID_ASC = "id_asc"
 SORT_CREATED_DESC = "created_desc"
 
@@ -41,11 +43,15 @@ _PERM_SEP = PERM_SEP
 # A position after every key in created_desc order: ids are lowercase hex, all < "g".
 _CREATED_DESC_START = (MAX_INT64, "g")
 
-_KEY_COLUMNS = "id, name, permissions, created_at, expires_at, revoked_at"
+_KEY_COLUMNS = (
+    "id, name, permissions, created_at, expires_at, revoked_at, queues, rate_limit_per_s, burst"
+)
 
 INSERT_KEY_SQL = """
-INSERT INTO access_keys(id, name, token_sha256, permissions, created_at, expires_at)
-VALUES (:id, :name, :digest, :permissions, :now, :expires_at)
+INSERT INTO access_keys(
+    id, name, token_sha256, permissions, created_at, expires_at, queues, rate_limit_per_s, burst
+)
+VALUES (:id, :name, :digest, :permissions, :now, :expires_at, :queues, :rate, :burst)
 """
 
 # id_asc: the primary-key index; the cursor need not exist (lookup by predecessor works).
@@ -149,8 +155,15 @@ class KeyOps(EngineCore):
         name: str,
         permissions: Sequence[str],
         expires_at_ms: int = 0,
+        queues: Sequence[str] = (),
+        rate_limit_per_s: int = 0,
+        burst: int = 0,
     ) -> tuple[AccessKey, str]:
         """Register a key under the caller's retained ``id``; returns (metadata, token).
+
+        ``queues`` confines the key to those queue-name patterns (``scopes``; empty = every
+        queue). ``rate_limit_per_s``/``burst``: its token bucket (0 = the broker default;
+        at most ``MAX_RATE``).
 
         The token is returned once and never stored. A duplicate id (or, astronomically,
         digest) is ``KeyConflict``: a retried creation never replays or reveals a secret.
@@ -159,6 +172,12 @@ class KeyOps(EngineCore):
         key_name = validate_key_name(name)
         perms = normalize_permissions(permissions)
         expires = check_int("expires_at_ms", expires_at_ms, minimum=0)
+        scope = scopes.normalize(queues)
+        rate = check_int("rate_limit_per_s", rate_limit_per_s, minimum=0)
+        bucket = check_int("burst", burst, minimum=0)
+        for field, value in (("rate_limit_per_s", rate), ("burst", bucket)):
+            if value > MAX_RATE:
+                raise errors.InvalidArgument(f"{field} must be at most {MAX_RATE}")
         token = generate_token()
         digest = token_digest(token)
         try:
@@ -175,9 +194,12 @@ class KeyOps(EngineCore):
                         "permissions": _PERM_SEP.join(perms),
                         "now": now,
                         "expires_at": expires,
+                        "queues": scopes.encode(scope),
+                        "rate": rate,
+                        "burst": bucket,
                     },
                 )
-                key = AccessKey(key_id, key_name, perms, now, expires, 0)
+                key = AccessKey(key_id, key_name, perms, now, expires, 0, scope, rate, bucket)
                 self.store.after_commit(lambda: self.keys.add(digest, key))
         except sqlite3.IntegrityError:
             raise errors.KeyConflict() from None

@@ -6,8 +6,10 @@ only adds a column (``ALTER TABLE ... ADD COLUMN``, O(1): no row is rewritten) a
 ``bodies`` table (created by the ordinary ``CREATE TABLE IF NOT EXISTS`` pass). Rows keep
 their inline bodies; new large ones go to ``bodies``. Going from 6 to 7 only adds the
 ``schedules`` table (cron schedules), again by the ordinary ``CREATE ... IF NOT EXISTS``
-pass; 7 -> 8 adds the queue retry policy and the message's last error, columns only.
-Every step is additive, so a failure rolls back to the untouched old database.
+pass; 7 -> 8 adds the queue retry policy and the message's last error, columns only;
+8 -> 9 adds the access keys' queue scopes and rate limits, columns only (existing keys stay
+unscoped and use the broker default rate). Every step is additive, so a failure rolls back
+to the untouched old database.
 """
 
 from __future__ import annotations
@@ -33,6 +35,15 @@ STEPS: dict[str, tuple[str, tuple[str, ...]]] = {
             "ALTER TABLE queues ADD COLUMN retry_jitter REAL NOT NULL DEFAULT 0.0",
             "ALTER TABLE messages ADD COLUMN last_error TEXT",
             "ALTER TABLE messages ADD COLUMN last_error_at INTEGER NOT NULL DEFAULT 0",
+        ),
+    ),
+    # Key scopes and per-key rate limits (issue 35): columns only, O(1).
+    "8": (
+        "9",
+        (
+            "ALTER TABLE access_keys ADD COLUMN queues TEXT NOT NULL DEFAULT ''",
+            "ALTER TABLE access_keys ADD COLUMN rate_limit_per_s INTEGER NOT NULL DEFAULT 0",
+            "ALTER TABLE access_keys ADD COLUMN burst INTEGER NOT NULL DEFAULT 0",
         ),
     ),
 }

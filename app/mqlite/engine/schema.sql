@@ -1,5 +1,5 @@
--- mqlite canonical schema, guard token 8 (meta.schema_version). A token-5 database (the
--- original's v0.3.x) or a token-6 or token-7 one is migrated at open by engine/migrations.py;
+-- mqlite canonical schema, guard token 9 (meta.schema_version). A token-5 database (the
+-- original's v0.3.x) or a token-6, 7 or 8 one is migrated at open by engine/migrations.py;
 -- any other token is refused.
 -- Content pinned by tests/golden (hash + sqlite_master).
 -- One statement per ";"-terminated block; all times are INTEGER epoch milliseconds (UTC).
@@ -152,7 +152,12 @@ CREATE TABLE IF NOT EXISTS access_keys (
     created_at   INTEGER NOT NULL,
     expires_at   INTEGER NOT NULL DEFAULT 0,
     revoked_at   INTEGER NOT NULL DEFAULT 0
-) STRICT;
+    -- Queue-name patterns the key is confined to, one per line ('' = every queue), and its
+    -- token-bucket rate limit (0 = the broker default): added by the 8 -> 9 migration, laid
+    -- out as its ALTER TABLE statements leave the table's text (the golden dump compares).
+    , queues           TEXT NOT NULL DEFAULT '',
+    rate_limit_per_s INTEGER NOT NULL DEFAULT 0,
+    burst            INTEGER NOT NULL DEFAULT 0) STRICT;
 
 CREATE INDEX IF NOT EXISTS idx_access_keys_created ON access_keys(created_at, id);
 

@@ -40,7 +40,7 @@ from mqlite.engine.remote import (
 
 log = logging.getLogger("mqlite.engine")
 
-SCHEMA_VERSION = "8"
+SCHEMA_VERSION = "9"
 MIN_SQLITE = (3, 37, 0)
 
 # Columns an access_keys table must have for this binary to accept a database that has one.
@@ -53,6 +53,8 @@ _ACCESS_KEYS_COLUMNS = (
     "expires_at",
     "revoked_at",
 )
+# Added by the 8 -> 9 migration (key scopes and rate limits): an older database lacks them.
+_ACCESS_KEYS_COLUMNS_9 = (*_ACCESS_KEYS_COLUMNS, "queues", "rate_limit_per_s", "burst")
 
 
 def schema_sql() -> str:
@@ -523,7 +525,7 @@ def _check_guard(conn: sqlite3.Connection) -> str | None:
         if found is not None and found != SCHEMA_VERSION:
             migrations.plan(found, SCHEMA_VERSION)  # refuse a foreign token before any DDL
     cols = [r[1] for r in conn.execute("PRAGMA table_info(access_keys)").fetchall()]
-    if cols and tuple(cols) != _ACCESS_KEYS_COLUMNS:
+    if cols and tuple(cols) not in (_ACCESS_KEYS_COLUMNS, _ACCESS_KEYS_COLUMNS_9):
         raise errors.SchemaVersionMismatch(
             "database has an unrelated table named access_keys; refusing to modify it"
         )

@@ -184,8 +184,11 @@ class Poller:
             self._inbox.put(exc)  # drain_events raises it: Celery reports it and reconnects
         else:
             log.warning("receive from %r failed (%s); retrying", self.queue, exc)
-        self._pause(failures)
+        # A rate-limited key (429) waits at least what the broker asked for.
+        floor = exc.retry_after_s * 1000 if isinstance(exc, errors.ResourceExhausted) else 0
+        self._pause(failures, floor)
 
-    def _pause(self, failures: int) -> None:
+    def _pause(self, failures: int, floor_ms: float = 0) -> None:
         ceiling = min(RETRY_CAP_MS, RETRY_FLOOR_MS * 2 ** min(failures, 10))
-        self._stop.wait(max(random.uniform(0, ceiling), RETRY_FLOOR_MS) / 1000.0)
+        wait_ms = max(random.uniform(0, ceiling), RETRY_FLOOR_MS, floor_ms)
+        self._stop.wait(wait_ms / 1000.0)

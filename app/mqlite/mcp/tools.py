@@ -321,7 +321,8 @@ TOOLS: tuple[Tool, ...] = (
         wire.CREATE_KEY,
         W,
         "Issue a managed access key with `permissions` (send, listen, or manage, which "
-        "includes both) under an `id` you choose (32 lowercase hex characters) and keep. "
+        "includes both) under an `id` you choose (32 lowercase hex characters) and keep; "
+        "`queues` confines it to those queue names or trailing-* prefixes (empty = all). "
         "The result holds the secret `token` ONCE: store it securely and never paste it "
         "into prompts or files. Never retry with a new id after an unclear failure: look "
         "the id up with list_keys, revoke it and issue a replacement.",

@@ -91,6 +91,11 @@ class AsyncClient(RemoteSettings, AsyncMethods):
             else:
                 if status == 200:
                     return decode(call, body)
+                if status == 429 and not last:  # refused before running: any call retries
+                    await asyncio.sleep(
+                        policy.retry_after_s(wire.error_from_response(status, body))
+                    )
+                    continue
                 if status != 503 or last or not call.safe:
                     raise wire.error_from_response(status, body)
             await asyncio.sleep(policy.backoff_s(attempt))

@@ -201,12 +201,24 @@ class AsyncMethods(AsyncDriver):
         return await self._run(calls.observe())
 
     async def create_key(
-        self, id: str, name: str, permissions: Sequence[str], expires_at_ms: int = 0
+        self,
+        id: str,
+        name: str,
+        permissions: Sequence[str],
+        expires_at_ms: int = 0,
+        queues: Sequence[str] = (),
+        rate_limit_per_s: int = 0,
+        burst: int = 0,
     ) -> tuple[AccessKey, str]:
         """Issue a key under your retained ``id`` (``mqlite.generate_key_id()``).
 
-        Never retried once sent: after an ambiguous failure, reconcile by ``id``."""
-        return await self._run(calls.create_key(id, name, permissions, expires_at_ms))
+        ``queues``: queue-name patterns (exact, or a trailing ``*`` prefix) the key is confined
+        to; empty = every queue. ``rate_limit_per_s``/``burst``: the key's token bucket (a Send
+        costs its messages; 0 = the broker default). Never retried once sent: after an
+        ambiguous failure, reconcile by ``id``."""
+        return await self._run(
+            calls.create_key(id, name, permissions, expires_at_ms, queues, rate_limit_per_s, burst)
+        )
 
     async def list_keys(
         self, after_id: str = "", limit: int = 100, sort: str = "id_asc"

@@ -416,14 +416,32 @@ def observe() -> Steps[wire.ObserveResponse]:
 
 @verb(wire.CREATE_KEY, UNSAFE)
 def create_key(
-    id: str, name: str, permissions: Sequence[str], expires_at_ms: int = 0
+    id: str,
+    name: str,
+    permissions: Sequence[str],
+    expires_at_ms: int = 0,
+    queues: Sequence[str] = (),
+    rate_limit_per_s: int = 0,
+    burst: int = 0,
 ) -> Steps[tuple[AccessKey, str]]:
     """Issue a key under your retained ``id`` (``mqlite.generate_key_id()``).
 
-    Never retried once sent: after an ambiguous failure, reconcile by ``id``."""
-    if isinstance(permissions, str | bytes) or not isinstance(permissions, Sequence):
-        raise errors.InvalidArgument("permissions must be a list of strings")
-    req = wire.CreateKeyRequest(id, name, tuple(permissions), expires_at_ms)  # type: ignore[arg-type]
+    ``queues``: queue-name patterns (exact, or a trailing ``*`` prefix) the key is confined
+    to; empty = every queue. ``rate_limit_per_s``/``burst``: the key's token bucket (a Send
+    costs its messages; 0 = the broker default). Never retried once sent: after an
+    ambiguous failure, reconcile by ``id``."""
+    for field, value in (("permissions", permissions), ("queues", queues)):
+        if isinstance(value, str | bytes) or not isinstance(value, Sequence):
+            raise errors.InvalidArgument(f"{field} must be a list of strings")
+    req = wire.CreateKeyRequest(
+        id,
+        name,
+        tuple(permissions),  # type: ignore[arg-type]
+        expires_at_ms,
+        tuple(queues),
+        rate_limit_per_s,
+        burst,
+    )
     r = yield from rpc(wire.CREATE_KEY, req)
     return r.key.value(), r.token
 

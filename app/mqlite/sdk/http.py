@@ -129,6 +129,9 @@ class HttpClient(RemoteSettings, HttpMethods):
             else:
                 if status == 200:
                     return decode(call, body)
+                if status == 429 and not last:  # refused before running: any call retries
+                    time.sleep(policy.retry_after_s(wire.error_from_response(status, body)))
+                    continue
                 if status != 503 or last or not call.safe:
                     raise wire.error_from_response(status, body)
             time.sleep(policy.backoff_s(attempt))

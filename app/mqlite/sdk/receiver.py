@@ -337,7 +337,10 @@ class Receiver(MessageHandling):
                         exc,
                     )
                     self._report(exc, None)
-                    self._pause(max(float(self._retry.delay_ms(failures)), RETRY_FLOOR_MS))
+                    pause = max(float(self._retry.delay_ms(failures)), RETRY_FLOOR_MS)
+                    if isinstance(exc, errors.ResourceExhausted):  # the broker says how long
+                        pause = max(pause, exc.retry_after_s * 1000.0)
+                    self._pause(pause)
                     continue
                 attempt_id = None
                 failures = 0

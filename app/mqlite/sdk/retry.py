@@ -8,6 +8,9 @@ The rule: a request is repeated only if repeating it cannot change the outcome.
   may have committed and the client cannot know whether the queue deduplicates.
 - A 503 (``outcome_unknown`` from a remote store, or a proxy's "service unavailable") is
   retried for safe calls only; other statuses are answers, never retried.
+- A 429 (``resource_exhausted``: the key's rate limit) is refused before anything runs, so
+  every call retries it, after the broker's ``Retry-After`` capped at
+  ``max_retry_after_ms`` (a client never sleeps for minutes inside one call).
 
 Retries are bounded (``attempts`` in total) with exponential backoff and full jitter,
 capped. When they run out, a transport failure surfaces as ``ConnectionFailed`` (wire
@@ -30,15 +33,21 @@ class RetryPolicy:
     attempts: int = 4
     base_ms: int = 50
     max_backoff_ms: int = 1000
+    max_retry_after_ms: int = 5000
 
     def __post_init__(self) -> None:
-        if self.attempts < 1 or self.base_ms < 0 or self.max_backoff_ms < 0:
+        if min(self.base_ms, self.max_backoff_ms, self.max_retry_after_ms) < 0 or self.attempts < 1:
             raise errors.InvalidArgument("retry attempts must be >= 1 and backoffs >= 0")
 
     def backoff_s(self, retry: int) -> float:
         """Seconds to wait before retry number ``retry`` (0-based)."""
         bound = min(self.max_backoff_ms, self.base_ms * (2**retry))
         return random.uniform(0, bound) / 1000.0
+
+    def retry_after_s(self, exc: errors.MQLiteError) -> float:
+        """Seconds to wait after a 429: the broker's ``Retry-After``, capped."""
+        after = getattr(exc, "retry_after_s", 1)
+        return min(after * 1000, self.max_retry_after_ms) / 1000.0
 
 
 def unavailable(what: str, exc: BaseException, *, sent: bool) -> errors.MQLiteError:

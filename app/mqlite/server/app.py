@@ -11,6 +11,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import dataclasses
+import gzip
 import json
 import logging
 import os
@@ -37,6 +38,7 @@ from mqlite.server.intake import Intake
 from mqlite.server.logging import AccessLogMiddleware, configure
 from mqlite.server.logging import stop as stop_logging
 from mqlite.server.observations import Observations
+from mqlite.server.ratelimit import RateLimiter
 from mqlite.server.replication import ReplicationProbe
 from mqlite.server.rpc import RpcDispatcher
 from mqlite.server.runtime import Runtime
@@ -79,6 +81,7 @@ class BrokerApp:
         self.observations = Observations(self._collect)
         self.replication: ReplicationProbe | None = None
         self.intake = Intake()
+        self.rate_limiter = RateLimiter(*settings.key_rate_limit)
         # Each credential's share of the connection cap (the worker sets the effective cap).
         self.shares = CredentialShares(settings.max_connections)
         self.authenticator = auth.Authenticator(
@@ -123,7 +126,7 @@ class BrokerApp:
     @contextlib.asynccontextmanager
     async def _lifespan(self, _: Starlette) -> AsyncIterator[None]:
         s = self.settings
-        configure(s.log_level)
+        configure(s.log_level, s.access_log)
         diagnostics = DiagnosticLog.attach(s.diagnostic_log) if s.diagnostic_log else None
         engine = Engine(
             s.db,
@@ -232,11 +235,16 @@ class BrokerApp:
             principal = await meter.authenticate(self.authenticator, request.scope["headers"])
             meter.authorize(principal, "monitor", auth_enabled=self.settings.auth)
             shared = await self.observations.recent()
+            # Per-key rate-limit refusals live in this worker, not in the shared observation.
+            limited = self.rate_limiter.metrics_text().encode()
             if accepts_gzip(request.headers.get("accept-encoding", "")):
-                body = await shared.exposition_gzip()
+                if limited:  # rare (a key was refused): compressed with the rest, per scrape
+                    body = gzip.compress(await shared.exposition() + limited)
+                else:
+                    body = await shared.exposition_gzip()
                 headers = {"content-type": metrics.CONTENT_TYPE, "content-encoding": "gzip"}
             else:
-                body = await shared.exposition()
+                body = await shared.exposition() + limited
                 headers = {"content-type": metrics.CONTENT_TYPE}
         except errors.MQLiteError as exc:
             return error_response(exc)  # the envelope, like every other error

@@ -14,6 +14,7 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
 from mqlite import errors
+from mqlite.engine import scopes
 from mqlite.types import AccessKey
 
 # Everything a manage credential (or anyone, with auth off) may do; monitor included.
@@ -23,11 +24,15 @@ EXEMPT_PATHS = frozenset({"/", "/healthz", "/openapi.json", "/ui"})
 
 @dataclass(frozen=True, slots=True)
 class Principal:
-    """``access`` is manage/key/monitor/anonymous (auth off); ``permissions`` what it may do."""
+    """``access`` is manage/key/monitor/anonymous (auth off); ``permissions`` what it may do;
+    ``scope`` the queue-name patterns a managed key is confined to (empty = every queue)."""
 
     access: str
     permissions: frozenset[str]
     key_id: str = ""
+    scope: tuple[str, ...] = ()
+    rate_limit_per_s: int = 0  # a managed key's own bucket (0 = the broker default)
+    burst: int = 0
 
 
 ANONYMOUS = Principal("anonymous", ALL)
@@ -123,7 +128,8 @@ class Authenticator:
         if key is None:
             raise refused(self._refusal(token) if self._refusal is not None else "invalid")
         perms = ALL if "manage" in key.permissions else frozenset(key.permissions) - {"monitor"}
-        return Principal("manage" if "manage" in key.permissions else "key", perms, key.id)
+        access = "manage" if "manage" in key.permissions else "key"
+        return Principal(access, perms, key.id, key.queues, key.rate_limit_per_s, key.burst)
 
 
 def authorize(principal: Principal, permission: str, *, auth_enabled: bool) -> None:
@@ -137,3 +143,66 @@ def authorize(principal: Principal, permission: str, *, auth_enabled: bool) -> N
         # the enum's repr -- this text reaches people in HTTP bodies and CLI errors.
         name = getattr(permission, "value", permission)
         raise errors.PermissionDenied(f"this credential lacks the {name} permission")
+
+
+# -- key scopes (issue 35) ----------------------------------------------------------------
+
+# Request fields that name a queue, topic or subscription, on any route.
+QUEUE_FIELDS = ("queue", "target", "topic")
+# Routes whose ``name`` field is a queue or subscription name (elsewhere ``name`` is a label).
+NAMED_QUEUE_ROUTES = frozenset(
+    {
+        "AdminService/CreateQueue",
+        "AdminService/EnsureQueue",
+        "AdminService/DeleteQueue",
+        "AdminService/Subscribe",
+        "AdminService/Unsubscribe",
+    }
+)
+# Routes a scoped key may call though they name no queue: their answers are filtered to the
+# scope (ListQueues, ListSubscriptions) or touch no queue at all (TestFilter).
+SCOPE_FILTERED = frozenset(
+    {"AdminService/ListQueues", "AdminService/ListSubscriptions", "AdminService/TestFilter"}
+)
+
+
+def in_scope(scope: tuple[str, ...], name: str, topic_of: Callable[[str], str | None]) -> bool:
+    """``name`` matches the scope by its own name, or (a subscription) by its topic's."""
+    if scopes.matches(scope, name):
+        return True
+    topic = topic_of(name)
+    return topic is not None and scopes.matches(scope, topic)
+
+
+def queue_names(route_name: str, req: object) -> list[str]:
+    """Every queue, topic or subscription name ``req`` addresses (empty strings skipped)."""
+    names = [getattr(req, f, "") for f in QUEUE_FIELDS]
+    if route_name in NAMED_QUEUE_ROUTES:
+        names.append(getattr(req, "name", ""))
+    return [n for n in names if isinstance(n, str) and n]
+
+
+def authorize_scope(
+    principal: Principal,
+    route_name: str,
+    req: object,
+    topic_of: Callable[[str], str | None],
+) -> None:
+    """THE scope check, run for every RPC of a scoped key once its body is decoded.
+
+    Every name the request addresses must be in scope, else ``403`` naming it -- whether
+    or not it exists, so a scoped key learns nothing about queues outside its scope (no
+    404 oracle). A route that names no queue is refused unless it is in ``SCOPE_FILTERED``:
+    keys, Status and Observe (and any later broker-wide route) stay with unscoped keys.
+    """
+    if not principal.scope:
+        return
+    names = queue_names(route_name, req)
+    if not names:
+        if route_name in SCOPE_FILTERED:
+            return
+        raise errors.PermissionDenied(f"{route_name} needs a credential not scoped to queues")
+    for name in names:
+        if not in_scope(principal.scope, name, topic_of):
+            shown = name if len(name) <= 64 else name[:64] + "..."
+            raise errors.PermissionDenied(f"this credential is not scoped to queue {shown!r}")

@@ -19,8 +19,9 @@ from starlette.types import Receive
 from mqlite import errors
 from mqlite import wire as w
 from mqlite.config import Settings
-from mqlite.engine import Engine
+from mqlite.engine import Engine, scopes
 from mqlite.engine.dlq import PACE_INTERVAL_MS, Walk, chunk_plan
+from mqlite.server.auth import in_scope
 from mqlite.server.runtime import Runtime
 from mqlite.types import ReceiveMode
 from mqlite.version import VERSION as __version__
@@ -35,6 +36,7 @@ class Context:
     settings: Settings
     access: str = ""  # the caller's principal access (manage, key, monitor, anonymous)
     broker: Any = None  # the BrokerApp (Observe adds its HTTP measurements)
+    scope: tuple[str, ...] = ()  # a scoped key's queue patterns (lists are filtered to them)
     share: Any = None  # the caller's shares.Share (None: no share, an admin token)
 
     @property
@@ -241,12 +243,22 @@ async def unsubscribe(ctx: Context, req: w.UnsubscribeRequest) -> Any:
 
 @rpc("AdminService/ListQueues")
 async def list_queues(ctx: Context, _: w.EmptyRequest) -> Any:
-    return w.ListQueuesResponse.of(await ctx.call(ctx.engine.list_queues))
+    found = await ctx.call(ctx.engine.list_queues)
+    if ctx.scope:  # a scoped key sees only its own queues (auth.in_scope)
+        found = [q for q in found if in_scope(ctx.scope, q.name, ctx.engine.topic_of)]
+    return w.ListQueuesResponse.of(found)
 
 
 @rpc("AdminService/ListSubscriptions")
 async def list_subscriptions(ctx: Context, _: w.EmptyRequest) -> Any:
-    return w.ListSubscriptionsResponse.of(await ctx.call(ctx.engine.list_subscriptions))
+    subs = await ctx.call(ctx.engine.list_subscriptions)
+    if ctx.scope:  # through the topic's name or the subscription's own
+        subs = [
+            s
+            for s in subs
+            if scopes.matches(ctx.scope, s.topic) or scopes.matches(ctx.scope, s.name)
+        ]
+    return w.ListSubscriptionsResponse.of(subs)
 
 
 @rpc("AdminService/TestFilter")
@@ -354,7 +366,14 @@ async def observe(ctx: Context, _: w.EmptyRequest) -> Any:
 @rpc("AuthService/CreateKey")
 async def create_key(ctx: Context, req: w.CreateKeyRequest) -> Any:
     key, token = await ctx.call(
-        ctx.engine.create_key, req.id, req.name, list(req.permissions), req.expires_at_ms
+        ctx.engine.create_key,
+        req.id,
+        req.name,
+        list(req.permissions),
+        req.expires_at_ms,
+        list(req.queues),
+        req.rate_limit_per_s,
+        req.burst,
     )
     return w.CreateKeyResponse.of(key, token)
 

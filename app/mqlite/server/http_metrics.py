@@ -37,6 +37,7 @@ CODES = (
     "unimplemented",
     "unavailable",
     "internal",
+    "resource_exhausted",
 )
 AUTH_OUTCOMES = (
     "success",

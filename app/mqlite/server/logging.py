@@ -134,10 +134,21 @@ class _AccessLines:
 
 _writer: _LogWriter | None = None
 
+# MQLITE_ACCESS_LOG: which requests get an access line. ``errors`` (the default): a 4xx or
+# 5xx answer, or a request slower than SLOW_REQUEST_S; ``all``: every request; ``off``:
+# none (failures inside the broker are still logged by their own loggers).
+ACCESS_LOG_MODES = ("all", "errors", "off")
+SLOW_REQUEST_S = 1.0
+_access_mode = "errors"
 
-def configure(level: str = "INFO") -> None:
-    """Send every mqlite log record to stderr as one JSON object per line."""
-    global _writer
+
+def configure(level: str = "INFO", access: str = "errors") -> None:
+    """Send every mqlite log record to stderr as one JSON object per line; ``access`` is
+    the access-log mode (``ACCESS_LOG_MODES``)."""
+    global _writer, _access_mode
+    if access not in ACCESS_LOG_MODES:
+        raise ValueError(f"access log mode must be one of {ACCESS_LOG_MODES}, got {access!r}")
+    _access_mode = access
     stop()
     _writer = _LogWriter(raw(sys.stderr), FORMATTER)
     root = logging.getLogger("mqlite")
@@ -192,7 +203,14 @@ def clip(value: str) -> str:
 
 
 def log_request(scope: Scope, status: int, started: float, fields: dict[str, object]) -> None:
-    """The one access-log line of a request (5xx error, 4xx warning, empty Receive debug)."""
+    """The one access-log line of a request (5xx error, 4xx warning, empty Receive debug),
+    if the access-log mode wants it (a successful fast request is skipped under ``errors``
+    before any work: no field is clipped, no tuple queued)."""
+    mode = _access_mode
+    if mode != "all" and (
+        mode == "off" or (status < 400 and time.perf_counter() - started < SLOW_REQUEST_S)
+    ):
+        return
     level = logging.INFO
     if status >= 500:
         level = logging.ERROR

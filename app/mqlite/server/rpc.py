@@ -22,6 +22,7 @@ from typing import TYPE_CHECKING, Any
 from starlette.types import ASGIApp, Receive, Scope, Send
 
 from mqlite import errors, wire
+from mqlite.server.auth import authorize_scope
 from mqlite.server.cors import cors_headers
 from mqlite.server.guards import check_local_caller
 from mqlite.server.handlers import HANDLERS, Context
@@ -75,6 +76,10 @@ class RpcDispatcher:
         shares = broker.shares
         allow_remote = broker.settings.insecure_allow_remote
         extra_headers = cors_headers(broker.settings.cors)
+        limiter = broker.rate_limiter
+        # Rate limits apply to managed keys only (auth on); a Send pays for each message.
+        limited = auth_enabled
+        counts_messages = route.name in ("QueueService/Send", "QueueService/Schedule")
 
         async def endpoint(scope: Scope, receive: Receive, send: Send) -> None:
             fields: dict[str, Any] = {}
@@ -95,8 +100,16 @@ class RpcDispatcher:
                         runtime = broker.runtime
                         if runtime is None:
                             raise errors.Internal("broker is starting")
+                        if principal.scope:  # a scoped key: the names it addresses (403)
+                            authorize_scope(principal, route.name, req, runtime.engine.topic_of)
+                        if principal.key_id and limited:  # a managed key's bucket (429)
+                            cost = len(req.messages) if counts_messages else 1
+                            limiter.take(
+                                principal.key_id, principal.rate_limit_per_s, principal.burst, cost
+                            )
                         ctx = Context(runtime, fields, receive, broker.started_ms, broker.settings)
                         ctx.access, ctx.broker, ctx.share = principal.access, broker, share
+                        ctx.scope = principal.scope
                         body = wire.encode_response(route, await handler(ctx, req))
                 finally:
                     shares.leave(share)
@@ -106,6 +119,8 @@ class RpcDispatcher:
                 status, body = exc.http_status, wire.error_body(exc)
                 if status == 405:
                     headers = [*extra_headers, (b"allow", b"POST")]
+                elif isinstance(exc, errors.ResourceExhausted):
+                    headers = [*extra_headers, (b"retry-after", str(exc.retry_after_s).encode())]
             except Exception:
                 log.exception("unexpected error in %s", route.name)
                 fields["code"] = "internal"

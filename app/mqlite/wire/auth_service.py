@@ -27,6 +27,17 @@ class CreateKeyRequest(Request):
     name: Annotated[str, Doc("a label, up to 128 bytes")]
     permissions: Annotated[tuple[PermissionName, ...], Doc("send, listen and/or manage")]
     expires_at_ms: Annotated[I64, Doc("epoch ms; 0 = never")] = 0
+    queues: Annotated[
+        tuple[str, ...],
+        Doc(
+            "queue-name patterns the key is confined to: exact names or a trailing '*' "
+            "prefix; at most 32, each at most 260 characters; empty = every queue"
+        ),
+    ] = ()
+    rate_limit_per_s: Annotated[
+        I64, Doc("requests (a Send: messages) per second; 0 = the broker default")
+    ] = 0
+    burst: Annotated[I64, Doc("bucket size; 0 = rate_limit_per_s")] = 0
 
 
 class AccessKeyJSON(Response):
@@ -38,6 +49,9 @@ class AccessKeyJSON(Response):
     created_at_ms: I64
     expires_at_ms: Annotated[I64, Doc("0/absent = never")] = 0
     revoked_at_ms: Annotated[I64, Doc("0/absent = not revoked")] = 0
+    queues: Annotated[tuple[str, ...], Doc("absent = every queue")] = ()
+    rate_limit_per_s: Annotated[I64, Doc("0/absent = the broker default")] = 0
+    burst: Annotated[I64, Doc("0/absent = rate_limit_per_s")] = 0
 
     def value(self) -> t.AccessKey:
         return t.AccessKey(
@@ -47,6 +61,9 @@ class AccessKeyJSON(Response):
             self.created_at_ms,
             self.expires_at_ms,
             self.revoked_at_ms,
+            self.queues,
+            self.rate_limit_per_s,
+            self.burst,
         )
 
 

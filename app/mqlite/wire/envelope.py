@@ -43,9 +43,11 @@ def error_body(exc: MQLiteError) -> bytes:
     """The JSON envelope for ``exc`` (send it with ``exc.http_status``), newline-terminated.
 
     ``reason`` is written only for a subclass the receiving SDK can rebuild from it."""
-    envelope = {"code": exc.code, "message": exc.message}
+    envelope: dict[str, object] = {"code": exc.code, "message": exc.message}
     if exc.reason and errors.BY_REASON.get(exc.reason) is type(exc):
         envelope["reason"] = exc.reason
+    if isinstance(exc, errors.ResourceExhausted):  # Retry-After, for clients without headers
+        envelope["retry_after_s"] = exc.retry_after_s
     return dumps(envelope)
 
 
@@ -70,4 +72,8 @@ def error_from_response(status: int, body: bytes) -> MQLiteError:
     if not message and code not in errors.BY_CODE:
         text = body[:_SNIPPET].decode("utf-8", "replace").strip()
         message = f"HTTP {status}" + (f": {text}" if text else "")
+    if cls is errors.ResourceExhausted:
+        after = value.get("retry_after_s") if isinstance(value, dict) else None
+        ok = isinstance(after, int) and not isinstance(after, bool) and 0 <= after <= 3600
+        return errors.ResourceExhausted(message or None, retry_after_s=after if ok else 1)  # type: ignore[arg-type]
     return cls(message or None)

@@ -23,6 +23,18 @@ def register(sub: Any, common: argparse.ArgumentParser) -> None:
     p.add_argument("--permissions", required=True, help="send, listen, manage (comma-separated)")
     p.add_argument("--id", default="", help="32-hex public id (generated when omitted)")
     p.add_argument("--expires-at-ms", type=a.non_negative, default=0, help="0 = never")
+    p.add_argument(
+        "--queue",
+        action="append",
+        default=[],
+        metavar="PATTERN",
+        help="confine the key to this queue name or trailing-'*' prefix (repeatable; "
+        "none = every queue)",
+    )
+    p.add_argument(
+        "--rate-limit", type=a.non_negative, default=0, help="per second; 0 = broker default"
+    )
+    p.add_argument("--burst", type=a.non_negative, default=0, help="0 = the rate")
     p.set_defaults(handler=create)
 
     p = verbs.add_parser("list", parents=[common], help="list key metadata")
@@ -45,7 +57,9 @@ def create(ctx: Context) -> int:
     key_id = g.id or mqlite.generate_key_id()  # retained before the request is made
     perms = [p.strip() for p in g.permissions.split(",") if p.strip()]
     try:
-        key, token = ctx.client.create_key(key_id, g.name, perms, g.expires_at_ms)
+        key, token = ctx.client.create_key(
+            key_id, g.name, perms, g.expires_at_ms, g.queue, g.rate_limit, g.burst
+        )
     except errors.MQLiteError as exc:
         raise Failure(
             f"create key {key_id}: {exc.message} (keep this id to reconcile an unknown outcome)"
@@ -63,6 +77,11 @@ def _describe(ctx: Context, key: AccessKey) -> None:
     ctx.out.line(f"id:          {key.id}")
     ctx.out.line(f"name:        {key.name}")
     ctx.out.line(f"permissions: {','.join(key.permissions)}")
+    ctx.out.line(f"queues:      {' '.join(key.queues) if key.queues else '(every queue)'}")
+    if key.rate_limit_per_s:
+        ctx.out.line(
+            f"rate limit:  {key.rate_limit_per_s}/s, burst {key.burst or key.rate_limit_per_s}"
+        )
     ctx.out.line(f"created:     {when_text(key.created_at_ms)}")
     if key.expires_at_ms:
         ctx.out.line(f"expires:     {when_text(key.expires_at_ms)}")
