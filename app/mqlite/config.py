@@ -130,8 +130,10 @@ def key_rate_limit_from_env(environ: Mapping[str, str]) -> tuple[int, int]:
 
 
 def access_log_from_env(environ: Mapping[str, str]) -> str:
-    """``MQLITE_ACCESS_LOG``: ``all``, ``errors`` (the default) or ``off``."""
-    raw = environ.get("MQLITE_ACCESS_LOG", "").strip().lower() or "errors"
+    """``MQLITE_ACCESS_LOG``: ``all`` (the default), ``errors`` or ``off``. The default
+    stays ``all`` until the audit trail (issue 35) records who changed what: with
+    ``errors`` a successful purge or key creation would leave no record at all."""
+    raw = environ.get("MQLITE_ACCESS_LOG", "").strip().lower() or "all"
     if raw not in ("all", "errors", "off"):
         raise ConfigError(f"MQLITE_ACCESS_LOG={raw!r} is not all, errors or off")
     return raw
@@ -246,7 +248,7 @@ class Settings:
     # MQLITE_KEY_RATE_LIMIT: (per second, burst) for managed keys that set none; 0 = none.
     key_rate_limit: tuple[int, int] = (0, 0)
     # MQLITE_ACCESS_LOG: all | errors (4xx/5xx and requests slower than 1 s) | off.
-    access_log: str = "errors"
+    access_log: str = "all"
 
     @property
     def auth(self) -> bool:

@@ -91,7 +91,7 @@ VARIABLES: tuple[Variable, ...] = (
     Variable("MQLITE_LOG_LEVEL", "INFO", "DEBUG/INFO/WARNING/ERROR"),
     Variable(
         "MQLITE_ACCESS_LOG",
-        "errors",
+        "all",
         "access-log lines: `errors` (4xx/5xx and requests slower than 1 s), `all` (every "
         "request, ~230 bytes each: 2.29 MB per 10,000 Sends), `off`",
     ),

@@ -393,7 +393,7 @@ def test_app_cors_preflight_before_auth(client: TestClient) -> None:
 
 def test_app_logs_never_hold_a_token_or_body(capsys: pytest.CaptureFixture[str]) -> None:
     # The app's JSON handler binds to sys.stderr when its lifespan starts: start it here.
-    # MQLITE_ACCESS_LOG=all: the successful Send has its line too (the default skips it).
+    # MQLITE_ACCESS_LOG=all (explicit: the default may become `errors` with the audit trail).
     with TestClient(_app({"MQLITE_TOKENS": TOKEN, "MQLITE_ACCESS_LOG": "all"})) as client:
         client.post(RPC + "AdminService/CreateQueue", json={"name": "q"}, headers=ADMIN)
         body = "c2VjcmV0LWJvZHktcGF5bG9hZA=="  # "secret-body-payload"
