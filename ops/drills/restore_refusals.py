@@ -105,8 +105,8 @@ def run(report: drillkit.Report, snap: Path, work: Path, cli: Cli) -> None:
                 f"the snapshot has {big} external bodies, which schema 5 cannot hold",
             )
             return
-        conn.execute("DROP TABLE bodies")
-        conn.execute("ALTER TABLE messages DROP COLUMN external_body_bytes")
+        for stmt in downgrade_to_5():
+            conn.execute(stmt)
         conn.execute("UPDATE meta SET value = '5' WHERE key = 'schema_version'")
         conn.commit()
         rows = conn.execute("SELECT id, message_id, body FROM messages ORDER BY id").fetchall()
@@ -133,3 +133,28 @@ def run(report: drillkit.Report, snap: Path, work: Path, cli: Cli) -> None:
         after == rows,
         f"schema 5 -> {version}, {len(after)} of {len(rows)} messages intact",
     )
+
+
+# The tables schema 5 did not have, created since by the schema pass (no migration step
+# names them): bodies (token 6), schedules (token 7).
+TABLES_SINCE_5 = ("bodies", "schedules")
+
+
+def downgrade_to_5() -> list[str]:
+    """Statements that turn a current snapshot into a schema-5 file: the inverse of every
+    migration step from 5 on (each column a step added, dropped in reverse order), then
+    the tables created since. Derived from ``migrations.STEPS``, so a new step is undone
+    here without editing the drill."""
+    import re
+
+    from mqlite.engine.migrations import STEPS
+
+    added: list[str] = []
+    token = "5"
+    while token in STEPS:
+        token, stmts = STEPS[token]
+        for stmt in stmts:
+            m = re.match(r"ALTER TABLE (\w+) ADD COLUMN (\w+)", stmt)
+            if m:
+                added.append(f"ALTER TABLE {m.group(1)} DROP COLUMN {m.group(2)}")
+    return [*reversed(added), *(f"DROP TABLE IF EXISTS {t}" for t in TABLES_SINCE_5)]
