@@ -200,6 +200,15 @@ KILL_DB_BYTES = 96 << 20  # big enough that the copy is still being written when
 KILL_POLL_DEADLINE_S = 20.0
 
 
+def _size(path: Path) -> int:
+    """A file's size, 0 once it is gone: the backup renames its claim file to the temp
+    name between the listing and the stat (a race of the poll, not of the backup)."""
+    try:
+        return path.stat().st_size
+    except FileNotFoundError:
+        return 0
+
+
 def test_a_sigkilled_backup_leaves_a_temp_file_the_next_backup_removes(
     embedded_cli: Cli, queue: str, tmp_path: Path
 ) -> None:
@@ -216,7 +225,7 @@ def test_a_sigkilled_backup_leaves_a_temp_file_the_next_backup_removes(
     )  # fmt: skip
     try:
         deadline = time.monotonic() + KILL_POLL_DEADLINE_S
-        while not [p for p in backups.iterdir() if p.stat().st_size > 1 << 20]:
+        while not [p for p in backups.iterdir() if _size(p) > 1 << 20]:
             assert proc.poll() is None, "the backup finished before it could be killed"
             assert time.monotonic() < deadline, "no temp file appeared"
             time.sleep(0.001)
