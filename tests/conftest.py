@@ -12,6 +12,7 @@ from hypothesis import settings
 
 import mqlite
 from mqlite.clock import FakeClock
+from cpu_profile import register as register_cpu_profile
 from sqld_harness import Sqld, reset_database, sqld_binary
 
 # Property tests are reproducible: the default profile derandomizes (the same examples on
@@ -22,6 +23,11 @@ settings.register_profile("explore", derandomize=False, print_blob=True)
 settings.load_profile(os.environ.get("HYPOTHESIS_PROFILE", "reproducible"))
 
 START_MS = 1_700_000_000_000
+
+
+def pytest_configure(config: pytest.Config) -> None:
+    # MQLITE_TEST_CPU=FILE writes where the CPU goes (tests/cpu_profile.py).
+    register_cpu_profile(config)
 
 
 @pytest.fixture

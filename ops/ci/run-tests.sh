@@ -20,6 +20,12 @@
 set -uo pipefail
 cd "$(dirname "$0")/../.." || exit 2
 PY=${PY:-.venv/bin/python}
+# Bytecode is cached (issue 25): with PYTHONDONTWRITEBYTECODE set (many CI images and
+# agent shells set it) every broker, CLI call, Celery worker and child script compiled
+# mqlite from source again (+0.15 s CPU each, over a thousand of them a run), and each
+# pytest process rewrote every test module again (+8 s). __pycache__ is ignored by git
+# and by the image build (.dockerignore).
+unset PYTHONDONTWRITEBYTECODE
 # tests/mcp and tests/docs start real brokers and agent servers too, and balance the two
 # (measured in CI: core 792 s against 381 s for the service tiers before they moved).
 SERVICE_TIERS=(tests/appliance tests/ops tests/replication tests/browser tests/drills tests/mcp tests/docs)
