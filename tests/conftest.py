@@ -11,8 +11,8 @@ import pytest
 from hypothesis import settings
 
 import mqlite
-from mqlite.clock import FakeClock
 from cpu_profile import register as register_cpu_profile
+from mqlite.clock import FakeClock
 from sqld_harness import Sqld, reset_database, sqld_binary
 
 # Property tests are reproducible: the default profile derandomizes (the same examples on
