@@ -52,7 +52,8 @@ def teardown_module() -> None:
 def test_the_report_charges_each_test_its_children_and_ranks_modules(tmp_path: Path) -> None:
     (tmp_path / "test_sample.py").write_text(SAMPLE)
     (tmp_path / "conftest.py").write_text(
-        "from cpu_profile import register\n\n\ndef pytest_configure(config):\n    register(config)\n"
+        "from cpu_profile import register\n\n\n"
+        "def pytest_configure(config):\n    register(config)\n"
     )
     report = tmp_path / "cpu.txt"
     env = {**os.environ, "MQLITE_TEST_CPU": str(report), "PYTHONPATH": str(TESTS)}
