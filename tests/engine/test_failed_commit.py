@@ -118,3 +118,50 @@ def test_a_transaction_whose_commit_failed_publishes_none_of_its_edits(
     assert [m.body for m in eng.peek("old")] == []
     eng.create_queue("next")
     assert names(eng) == {"old", "next"}
+
+
+# -- effect counters count what committed, and only that ----------------------------------
+
+
+def effects(eng: Engine) -> dict[tuple[str, str], int]:
+    return {(m.queue, m.event): m.count for m in eng.observe().messages if m.count}
+
+
+def test_effects_of_a_transaction_whose_commit_failed_are_not_counted(
+    eng: Engine, failing: FailingCommit
+) -> None:
+    eng.create_queue("q")
+    eng.send_one("q", OutMessage(b"held"))
+    (held,) = eng.receive("q")
+    before = effects(eng)
+    failing.failures = 2
+    with pytest.raises(errors.StorageFull):
+        eng.send("q", [OutMessage(b"x"), OutMessage(b"y")])
+    with pytest.raises(errors.StorageFull):
+        eng.complete("q", held.seq_number, held.lock_token)
+    assert effects(eng) == before
+    eng.complete("q", held.seq_number, held.lock_token)
+    eng.send_one("q", OutMessage(b"z"))
+    after = effects(eng)
+    assert after[("q", "completed")] == before.get(("q", "completed"), 0) + 1
+    assert after[("q", "enqueued")] == before[("q", "enqueued")] + 1
+
+
+def test_effects_wait_for_the_commit_and_a_rolled_back_block_counts_nothing(
+    eng: Engine,
+) -> None:
+    eng.create_queue("q")
+    seen_inside: list[dict[tuple[str, str], int]] = []
+    with pytest.raises(RuntimeError), eng.tx() as tx:
+        tx.send_one("q", OutMessage(b"rolled back"))
+        raise RuntimeError("the caller's block failed")
+    assert effects(eng) == {}
+    with eng.tx() as tx:
+        tx.send_one("q", OutMessage(b"kept"))
+        seen_inside.append(effects(eng))  # not committed yet: not counted yet
+        with pytest.raises(RuntimeError), eng.tx() as inner:  # a savepoint
+            inner.send_one("q", OutMessage(b"dropped with its savepoint"))
+            raise RuntimeError("the inner block failed")
+    assert seen_inside == [{}]
+    assert effects(eng) == {("q", "enqueued"): 1}
+    assert [m.body for m in eng.peek("q")] == [b"kept"]
