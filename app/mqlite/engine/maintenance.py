@@ -15,6 +15,7 @@ from dataclasses import dataclass
 
 from mqlite.defaults import DLQ_DELETE_BATCH, DLQ_MAX_BATCHES, RECLAIM_FREELIST_PAGES
 from mqlite.engine import retry
+from mqlite.engine.settle import redeliver_sql
 from mqlite.types import QueueConfig
 
 LOCK_EXPIRED = "lock expired"
@@ -66,22 +67,17 @@ SELECT id, delivery_count, locked_until FROM messages
 WHERE queue = :queue AND state = 'locked' AND locked_until <= :now
 """
 
-PARK_EXPIRED_SQL = f"""
-UPDATE messages SET
-    state = CASE WHEN delivery_count >= :max THEN 'dead_lettered'
-                 WHEN :visible > :now THEN 'scheduled' ELSE 'active' END,
-    dead_letter_reason = CASE WHEN delivery_count >= :max THEN 'MaxDeliveryCountExceeded'
-                              ELSE dead_letter_reason END,
-    dead_letter_description = CASE WHEN delivery_count >= :max THEN '{LOCK_EXPIRED}'
-                                   ELSE dead_letter_description END,
-    visible_at = CASE WHEN delivery_count >= :max THEN visible_at ELSE :visible END,
-    last_error = '{LOCK_EXPIRED}',
-    last_error_at = locked_until,
-    lock_token = NULL,
-    locked_until = 0
-WHERE id = :id AND state = 'locked' AND locked_until <= :now
-RETURNING queue, state
-"""
+PARK_EXPIRED_SQL = (
+    redeliver_sql(
+        delayed=":visible > :now",
+        visible=":visible",
+        error=f"'{LOCK_EXPIRED}'",
+        dead_description=f"'{LOCK_EXPIRED}'",
+        error_at="locked_until",
+        where="id = :id AND state = 'locked' AND locked_until <= :now",
+    )
+    + "RETURNING queue, state\n"
+)
 
 # Crash recovery at open: no lease survives a restart, live or expired (§3.1, §13.1), so
 # every locked row is released (a crash never buys an extra delivery). idx_msg_locked.
