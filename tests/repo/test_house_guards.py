@@ -61,7 +61,6 @@ SLEEP_ALLOWED = {
     ): ("the Receiver's stats have no change signal yet"),
     ("engine/test_integrity.py", "consumer"): "N real consumers racing: a back-off, not a wait",
     ("server/test_observations.py", "until"): "a collector thread's progress, polled",
-    ("server/test_runtime_wakeups.py", "scenario"): "the notifier's waiter count, polled",
     ("kombu/test_kombu_close.py", "until"): "kombu's own threads, polled",
     ("kombu/test_kombu_rate_limit.py", "receive"): "a fake client's slow answer",
 }
