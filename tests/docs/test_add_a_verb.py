@@ -119,6 +119,10 @@ def _copy_repo(dest: Path) -> None:
         (dest / rel).parent.mkdir(parents=True, exist_ok=True)
         shutil.copy2(src, dest / rel)  # mtimes kept: make sees the venv's stamps as fresh
     (dest / ".venv").symlink_to(ROOT / ".venv")
+    # mypy's incremental cache (sizes and mtimes are kept, so only the modules the steps
+    # edit and their dependents are checked again): minutes less on the 2-core CI machine.
+    if (ROOT / ".mypy_cache").is_dir():
+        shutil.copytree(ROOT / ".mypy_cache", dest / ".mypy_cache", symlinks=True)
     shared = ROOT.parent / "shared"
     if shared.exists():
         (dest.parent / "shared").symlink_to(shared.resolve())
