@@ -80,6 +80,7 @@ def test_the_hints_are_the_ones_agents_rely_on() -> None:
         "stats",
         "list_keys",
         "list_schedules",
+        "list_audit",
     }
     assert destructive == {
         "delete_queue",

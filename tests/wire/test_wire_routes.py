@@ -38,6 +38,7 @@ EXPECTED = [
     ("AdminService/CreateSchedule", "manage"),
     ("AdminService/DeleteSchedule", "manage"),
     ("AdminService/ListSchedules", "manage"),
+    ("AdminService/ListAudit", "manage"),
 ]
 
 # The original broker's 22 routes (original-behaviour §8), in registration order.
@@ -69,7 +70,7 @@ def test_routes_by_path_is_the_table_in_order() -> None:
     for r in wire.ROUTES:
         assert wire.ROUTES_BY_PATH[r.path] is r
     assert "/mqlite.v1.QueueService/Nope" not in wire.ROUTES_BY_PATH
-    assert len(set(wire.ROUTES)) == len(wire.ROUTES) == 32
+    assert len(set(wire.ROUTES)) == len(wire.ROUTES) == 33
 
 
 def test_routes_by_path_is_read_only() -> None:

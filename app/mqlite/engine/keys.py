@@ -203,9 +203,10 @@ class KeyOps(EngineCore):
                     },
                 )
                 key = AccessKey(key_id, key_name, perms, now, expires, 0, scope, rate, bucket)
-                audit.record(conn, now, actor, "CreateKey", "", id=key_id, name=key_name,
-                             permissions=list(perms), queues=list(scope),
-                             expires_at_ms=expires, rate_limit_per_s=rate, burst=bucket)  # fmt: skip
+                facts = {"id": key_id, "name": key_name, "permissions": list(perms),
+                         "queues": list(scope), "expires_at_ms": expires,
+                         "rate_limit_per_s": rate, "burst": bucket}  # fmt: skip
+                audit.record(conn, now, actor, "CreateKey", "", **facts)
                 self.store.after_commit(lambda: self.keys.add(digest, key))
         except sqlite3.IntegrityError:
             raise errors.KeyConflict() from None

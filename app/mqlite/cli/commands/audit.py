@@ -8,13 +8,13 @@ next, so a long trail is read page by page rather than all at once.
 from __future__ import annotations
 
 import argparse
-import time
 from typing import Any
 
 from mqlite import wire
 from mqlite.cli import args as a
 from mqlite.cli.context import Context
 from mqlite.cli.output import when_text
+from mqlite.clock import SYSTEM_CLOCK
 
 
 def register(sub: Any, common: argparse.ArgumentParser) -> None:
@@ -30,7 +30,7 @@ def register(sub: Any, common: argparse.ArgumentParser) -> None:
 
 def show(ctx: Context) -> int:
     g = ctx.args
-    since_ms = int(time.time() * 1000) - g.since if g.since else 0
+    since_ms = SYSTEM_CLOCK.now_ms() - g.since if g.since else 0
     entries = ctx.client.list_audit(g.after_id, g.limit, g.queue, max(since_ms, 0))
     if ctx.out.json:
         ctx.out.wire(wire.LIST_AUDIT, wire.ListAuditResponse.of(entries))
