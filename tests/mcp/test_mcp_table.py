@@ -130,6 +130,7 @@ def test_the_issue_s_tool_set() -> None:
         "create_schedule",
         "list_schedules",
         "delete_schedule",
+        "list_audit",
     ]
 
 
