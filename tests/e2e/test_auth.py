@@ -56,6 +56,7 @@ MANAGE_ROUTES = [
     "AdminService/Redrive",
     "AdminService/Purge",
     "AdminService/Status",
+    "AdminService/ListAudit",
 ]
 KEY_ROUTES = ["AuthService/CreateKey", "AuthService/ListKeys", "AuthService/RevokeKey"]
 ALL_ROUTES = SEND_ROUTES + LISTEN_ROUTES + MANAGE_ROUTES + KEY_ROUTES
@@ -95,6 +96,7 @@ def body_for(route: str, q: str) -> dict[str, Any]:
         },
         "DeleteSchedule": {"name": unique("absent-sched")},
         "ListSchedules": {},
+        "ListAudit": {"queue": q, "limit": 1},
         "DeleteQueue": {"name": unique("absent"), "generation": "g"},
         "Subscribe": {"topic": unique("t"), "name": unique("s")},
         "Unsubscribe": {"topic": unique("t"), "name": unique("s")},
