@@ -101,7 +101,7 @@ VARIABLES: tuple[Variable, ...] = (
         "MQLITE_ACCESS_LOG",
         "errors",
         "access-log lines: `errors` (4xx/5xx and requests slower than 1 s), `all` (every "
-        "request, ~230 bytes each: 2.29 MB per 10,000 Sends), `off`",
+        "request, ~234 bytes each: 2.34 MB per 10,000 Sends), `off`",
     ),
     Variable(
         "MQLITE_KEY_RATE_LIMIT",

@@ -5,7 +5,7 @@ row checked against what ListAudit reports."""
 from __future__ import annotations
 
 from console_support import ConsolePage
-from e2e_support import ADMIN_TOKEN, b64, unique
+from e2e_support import ADMIN_TOKEN, unique
 from playwright.sync_api import expect
 
 

@@ -98,7 +98,7 @@ def test_a_managed_key_is_named_by_its_id(broker_factory: BrokerFactory) -> None
         ("Purge", q, {"count": 2}),
     ]
     creates = [json.loads(e["detail"]) for e in rows if e["action"] == "CreateKey"]
-    assert [c["id"] for c in creates][0] == key_id and creates[0]["permissions"] == ["manage"]
+    assert creates[0]["id"] == key_id and creates[0]["permissions"] == ["manage"]
     (revoke,) = [e for e in rows if e["action"] == "RevokeKey"]
     assert (revoke["actor"], json.loads(revoke["detail"])) == ("admin:1", {"id": key_id})
     assert token not in json.dumps(rows) and other_token not in json.dumps(rows)
