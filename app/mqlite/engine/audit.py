@@ -20,7 +20,7 @@ from dataclasses import dataclass
 
 from mqlite import errors
 from mqlite.engine.validate import check_int
-from mqlite.types import AuditEntry
+from mqlite.types import AuditEntry, QueueInfo
 
 MAX_LIST_LIMIT = 1000
 DEFAULT_LIST_LIMIT = 100
@@ -124,10 +124,21 @@ def prune_chunk(conn: sqlite3.Connection, now_ms: int, max_age_ms: int, max_rows
     return deleted
 
 
-def config_diff(before: object, after: object, fields: tuple[str, ...]) -> dict[str, list[object]]:
-    """``{field: [old, new]}`` for each field that changed (a reconfiguring CreateQueue)."""
-    return {
-        f: [getattr(before, f), getattr(after, f)]
-        for f in fields
-        if getattr(before, f) != getattr(after, f)
+def queue_upserted(
+    conn: sqlite3.Connection,
+    now_ms: int,
+    actor: Actor | None,
+    before: QueueInfo | None,
+    after: QueueInfo,
+    fields: tuple[str, ...],
+) -> None:
+    """CreateQueue's row: a new queue, or a reconfiguration with ``diff`` =
+    ``{field: [old, new]}`` for each config field that changed (empty: same config)."""
+    if before is None:
+        record(conn, now_ms, actor, "CreateQueue", after.name, created=True)
+        return
+    old, new = before.config, after.config
+    diff = {
+        f: [getattr(old, f), getattr(new, f)] for f in fields if getattr(old, f) != getattr(new, f)
     }
+    record(conn, now_ms, actor, "CreateQueue", after.name, created=False, diff=diff)

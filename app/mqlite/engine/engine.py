@@ -65,11 +65,7 @@ class Engine(AdminOps, KeyOps, TopicOps, ObserveOps, ScheduleOps, AuditOps):
         with self.store.transaction() as conn:
             now = self.clock.now_ms()
             info = queues.upsert_queue(conn, now, name, cfg)
-            if before is None:
-                audit.record(conn, now, actor, "CreateQueue", name, created=True)
-            else:
-                diff = audit.config_diff(before.config, info.config, queues.CONFIG_FIELDS)
-                audit.record(conn, now, actor, "CreateQueue", name, created=False, diff=diff)
+            audit.queue_upserted(conn, now, actor, before, info, queues.CONFIG_FIELDS)
             self.catalog.put(info)
         return info
 
