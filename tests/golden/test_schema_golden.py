@@ -306,3 +306,38 @@ def test_a_v8_database_migrates_and_its_keys_stay_unscoped_and_unlimited(tmp_pat
         assert (key.queues, key.rate_limit_per_s, key.burst) == ((), 0, 0)
     finally:
         engine.close()
+
+
+def test_a_v9_database_migrates_to_10_with_an_empty_audit_trail(tmp_path: Path) -> None:
+    """9 -> 10 adds the audit_log table (issue 35's audit trail) and nothing else: the old
+    rows are untouched, the trail starts empty, and the first change after the migration
+    is its first row."""
+    from mqlite.engine import Engine
+
+    old = tmp_path / "v9.db"
+    conn = sqlite3.connect(old)
+    sql = "\n".join(
+        ln for ln in SCHEMA_V9.read_text().splitlines() if not ln.lstrip().startswith("--")
+    )
+    for stmt in (s.strip() for s in sql.split(";")):
+        if stmt:
+            conn.execute(stmt)
+    conn.execute("INSERT INTO meta VALUES ('schema_version', '9')")
+    conn.execute("INSERT INTO queues (name, created_at, updated_at) VALUES ('kept', 1, 1)")
+    conn.commit()
+    conn.close()
+    migrated = store.Store(f"file:{old}")
+    try:
+        assert migrated.migrated_from == "9"
+        assert built_schema(migrated.conn) == GOLDEN.read_text(encoding="utf-8")
+    finally:
+        migrated.close()
+    engine = Engine(f"file:{old}")
+    try:
+        assert engine.list_audit() == [] and engine.get_queue("kept").name == "kept"
+        engine.delete_queue("kept")
+        assert [(e.action, e.queue, e.actor) for e in engine.list_audit()] == [
+            ("DeleteQueue", "kept", "embedded")
+        ]
+    finally:
+        engine.close()
