@@ -328,6 +328,7 @@ class AdminOps(EngineCore):
                 conn, force=force, checkpoint_sql=self.store.checkpoint_sql
             )
 
+    @outside_transaction  # handed to the writer by the scheduler: never inside a batch
     def reclaim_pass(self) -> int:
         """The maintenance task ``reclaim`` (inapplicable, so not run, in memory or on a
         remote server, which compacts its own storage)."""
