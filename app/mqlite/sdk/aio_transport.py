@@ -1,17 +1,10 @@
 """The asyncio transport: a pool of keep-alive HTTP/1.1 connections on asyncio streams.
 
-Answers are parsed by ``httptools`` (llhttp, the parser Node.js ships, already installed
-with ``uvicorn[standard]``): no hand-written HTTP parsing, and ~1.5 µs per answer where
-h11 (pure Python) costs ~50 µs. Every read is bounded, so a hostile or broken server
-costs a clear error, never unbounded memory or time:
-
-- the response head (status line + headers) is at most ``MAX_HEAD_BYTES`` and
-  ``MAX_HEADERS`` header lines;
-- the body (Content-Length, chunked or close-delimited) is at most ``max_body_bytes``;
-  it is never pre-allocated from a declared size, and llhttp refuses malformed or
-  overflowing chunk sizes;
-- the whole exchange has a deadline (``timeout``; a long poll's includes its wait), and
-  once an answer has begun each read must arrive within ``idle_timeout``.
+Answers are parsed and bounded by ``answer.Answer`` (llhttp through ``httptools``, the
+same parser as the sync transport): the head, the header count and the body are capped
+there. This module adds the time bounds: the whole exchange has a deadline (``timeout``;
+a long poll's includes its wait), and once an answer has begun each read must arrive
+within ``idle_timeout``.
 
 No thread: a parked long poll costs one idle socket. Failures map to the same
 ``ConnectFailed`` (nothing sent) and ``ExchangeFailed`` (maybe sent) as the sync
@@ -26,82 +19,18 @@ import ssl
 import time
 from dataclasses import dataclass
 
-import httptools
-
+from mqlite.sdk.answer import (
+    MAX_BODY_BYTES,
+    MAX_HEAD_BYTES,
+    MAX_HEADERS,
+    READ_SIZE,
+    Answer,
+    ProtocolError,
+)
 from mqlite.sdk.endpoint import Endpoint
 from mqlite.sdk.transport import IDLE_LIMIT_S, ConnectFailed, ExchangeFailed
 
-MAX_HEAD_BYTES = 64 * 1024
-MAX_HEADERS = 100
-# A Receive of 256 messages at the default 1 MiB body cap is ~350 MB of base64; a Peek of
-# 1000 could be more, which is what ``max_body_bytes`` is for.
-MAX_BODY_BYTES = 512 * 1024 * 1024
-READ_SIZE = 64 * 1024
-
-
-class ProtocolError(Exception):
-    """The peer's answer is not HTTP/1.1 we accept (malformed, or over a bound)."""
-
-
-class _Answer:
-    """httptools' callbacks fill this in; the reader loop checks the bounds. A 1xx
-    interim answer is forgotten when it completes: the real one follows on the stream."""
-
-    __slots__ = (
-        "body",
-        "done",
-        "framed",
-        "head_done",
-        "headers",
-        "keep_alive",
-        "max_body",
-        "parser",
-        "size",
-        "status",
-        "trailing",
-    )
-
-    def __init__(self, max_body: int) -> None:
-        self.max_body = max_body
-        self.parser = httptools.HttpResponseParser(self)
-        self.done = False
-        self.trailing = False  # bytes after the answer: the stream is not reusable
-        self._reset()
-
-    def _reset(self) -> None:
-        self.status = 0
-        self.headers = 0
-        self.framed = False  # Content-Length or chunked: EOF before the end is truncation
-        self.head_done = False
-        self.keep_alive = False
-        self.size = 0
-        self.body: list[bytes] = []
-
-    def on_message_begin(self) -> None:
-        if self.done:
-            self.trailing = True
-
-    def on_header(self, name: bytes, value: bytes) -> None:
-        self.headers += 1
-        if name.lower() in (b"content-length", b"transfer-encoding"):
-            self.framed = True
-
-    def on_headers_complete(self) -> None:
-        self.head_done = True
-        self.status = self.parser.get_status_code()
-        # llhttp answers this for the message being parsed: ask before it completes
-        self.keep_alive = self.parser.should_keep_alive()
-
-    def on_body(self, body: bytes) -> None:
-        self.size += len(body)
-        if self.size <= self.max_body:
-            self.body.append(body)
-
-    def on_message_complete(self) -> None:
-        if 100 <= self.status < 200 and not self.done:
-            self._reset()
-        else:
-            self.done = True
+__all__ = ["MAX_BODY_BYTES", "MAX_HEADERS", "MAX_HEAD_BYTES", "AsyncPool", "ProtocolError"]
 
 
 async def read_response(
@@ -118,28 +47,13 @@ async def read_response(
     every read to ``idle_timeout`` from now, never past ``deadline``: one timer per
     exchange, not one per read."""
     loop = asyncio.get_running_loop()
-    answer = _Answer(max_body)
-    head_bytes = 0
-    while not answer.done:
+    answer = Answer(max_body)
+    while True:
         data = await reader.read(READ_SIZE)
-        if not data:
-            if answer.head_done and not answer.framed:
-                break  # a close-delimited body ends at EOF
-            raise ProtocolError("connection closed before the answer was complete")
-        budget.reschedule(min(deadline, loop.time() + idle_timeout))
-        head_bytes = 0 if answer.head_done else head_bytes + len(data)
-        try:
-            answer.parser.feed_data(data)
-        except httptools.HttpParserError as exc:
-            raise ProtocolError(f"malformed answer: {exc}") from None
-        if answer.headers > MAX_HEADERS:
-            raise ProtocolError(f"answer has over {MAX_HEADERS} header lines")
-        if not answer.head_done and head_bytes > MAX_HEAD_BYTES:
-            raise ProtocolError(f"answer head over {MAX_HEAD_BYTES} bytes")
-        if answer.size > max_body:
-            raise ProtocolError(f"answer body over {max_body} bytes")
-    keep_alive = answer.done and answer.framed and answer.keep_alive and not answer.trailing
-    return answer.status, b"".join(answer.body), keep_alive
+        if data:
+            budget.reschedule(min(deadline, loop.time() + idle_timeout))
+        if answer.feed(data):
+            return answer.status, answer.value(), answer.reusable()
 
 
 @dataclass(slots=True)

@@ -20,7 +20,7 @@ from mqlite import errors, wire
 from mqlite.sdk.call import Call, Resp, Steps, decode, rpc
 from mqlite.sdk.endpoint import Endpoint, parse_endpoint, resolve_token
 from mqlite.sdk.http_methods import HttpMethods
-from mqlite.sdk.retry import RetryPolicy, unavailable
+from mqlite.sdk.retry import Attempts, GiveUp, RetryPolicy
 from mqlite.sdk.transport import DEFAULT_TIMEOUT_S, POOL_SIZE, ConnectFailed, ExchangeFailed, Pool
 from mqlite.types import Message
 
@@ -110,32 +110,31 @@ class HttpClient(RemoteSettings, HttpMethods):
             return result
 
     def _do(self, call: Call[Any]) -> Any:
+        """One round trip of ``call``, repeated as ``retry.Attempts`` decides (built at the
+        first failure only: a 200 costs no retry bookkeeping)."""
         if self._closed:
             raise errors.Closed("the client is closed")
-        path = self.endpoint.base_path + call.route.path
+        base = self.endpoint.base_path + call.route.path
+        head = request_head(base, self._header_lines, call.body)
         timeout = self.timeout + call.wait_ms / 1000.0
-        policy = self.retry
-        for attempt in range(policy.attempts):
-            last = attempt == policy.attempts - 1
+        attempts: Attempts | None = None
+        while True:
             try:
-                head = request_head(path, self._header_lines, call.body)
                 status, body = self._pool.request(head, call.body, timeout)
-            except ConnectFailed as exc:
-                if last:
-                    raise unavailable(call.route.name, exc.__cause__ or exc, sent=False) from exc
-            except ExchangeFailed as exc:
-                if last or not call.safe:
-                    raise unavailable(call.route.name, exc.__cause__ or exc, sent=True) from exc
+            except (ConnectFailed, ExchangeFailed) as exc:
+                attempts = attempts or Attempts(self.retry, call.route.name, call.safe)
+                cause = exc.__cause__ or exc
+                decision = attempts.failed(cause, sent=isinstance(exc, ExchangeFailed))
+                if isinstance(decision, GiveUp):
+                    raise decision.error from exc
             else:
                 if status == 200:
                     return decode(call, body)
-                if status == 429 and not last:  # refused before running: any call retries
-                    time.sleep(policy.retry_after_s(wire.error_from_response(status, body)))
-                    continue
-                if status != 503 or last or not call.safe:
-                    raise wire.error_from_response(status, body)
-            time.sleep(policy.backoff_s(attempt))
-        raise AssertionError("unreachable")  # pragma: no cover
+                attempts = attempts or Attempts(self.retry, call.route.name, call.safe)
+                decision = attempts.answered(status, body)
+                if isinstance(decision, GiveUp):
+                    raise decision.error
+            time.sleep(decision.wait_s)
 
     def _bind(self, msgs: list[Message]) -> list[Message]:
         return [m.bind(self if m.lock_token else errors.NO_LOCK) for m in msgs]
