@@ -17,6 +17,7 @@ import time
 from typing import TYPE_CHECKING, Any, TypeVar
 
 from mqlite import errors, wire
+from mqlite.sdk.answer import MAX_BODY_BYTES
 from mqlite.sdk.call import Call, Resp, Steps, decode, rpc
 from mqlite.sdk.endpoint import Endpoint, parse_endpoint, resolve_token
 from mqlite.sdk.http_methods import HttpMethods
@@ -77,7 +78,9 @@ class HttpClient(RemoteSettings, HttpMethods):
 
     ``timeout`` (seconds) bounds connecting and each request; a long-poll ``receive``
     waits ``timeout + wait_ms`` so the broker always answers first. ``retry`` sets the
-    bounded backoff of safe calls; ``pool_size`` the idle connections kept.
+    bounded backoff of safe calls; ``pool_size`` the idle connections kept;
+    ``max_response_bytes`` bounds one answer's body (raise it for Peeks of many large
+    messages), as in the asyncio client.
     """
 
     def __init__(
@@ -89,9 +92,16 @@ class HttpClient(RemoteSettings, HttpMethods):
         retry: RetryPolicy | None = None,
         pool_size: int = POOL_SIZE,
         ssl_context: ssl.SSLContext | None = None,
+        max_response_bytes: int = MAX_BODY_BYTES,
     ) -> None:
         ep = self._setup(endpoint, token, timeout, retry)
-        self._pool = Pool(ep, timeout=self.timeout, maxsize=pool_size, ssl_context=ssl_context)
+        self._pool = Pool(
+            ep,
+            timeout=self.timeout,
+            maxsize=pool_size,
+            ssl_context=ssl_context,
+            max_body_bytes=max_response_bytes,
+        )
         self._closed = False
 
     def __repr__(self) -> str:
@@ -164,7 +174,7 @@ def connect(endpoint: str, token: str | None = None, **options: Any) -> HttpClie
     ``mqlite://[token@]host[:port]`` → http on 6754 by default, ``mqlites://`` → https).
 
     Options: ``timeout`` (s, default 30), ``retry`` (``RetryPolicy``), ``pool_size``,
-    ``ssl_context``. Nothing is sent until the first call.
+    ``ssl_context``, ``max_response_bytes``. Nothing is sent until the first call.
     """
     return HttpClient(endpoint, token, **options)
 
