@@ -21,7 +21,6 @@ transport, so the retry rules are shared.
 from __future__ import annotations
 
 import asyncio
-import contextlib
 import ssl
 import time
 
