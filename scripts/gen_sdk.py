@@ -65,15 +65,22 @@ def _doc(v: Verb, indent: str = "        ") -> str:
     return f'{indent}"""{body.lstrip()}"""\n'
 
 
+# What the verbs' annotations name, as their modules (``calls_<service>``) see it.
+_NAMESPACE: dict[str, object] = {}
+for _verb in VERBS.values():
+    _NAMESPACE.update(_verb.fn.__globals__)
+
+
 def _imports(annotations: list[str], extra: dict[str, str]) -> str:
-    """Import lines for every name the rendered annotations use (resolved in ``calls``)."""
+    """Import lines for every name the rendered annotations use (resolved where the verb
+    is declared)."""
     lines = set(extra.values())
     for ann in annotations:
         for name in _NAME.findall(ann):
             head = name.split(".")[0]
             if head in _BUILTIN or head in extra:
                 continue
-            obj = getattr(calls, head)
+            obj = _NAMESPACE[head]
             if isinstance(obj, types.ModuleType):
                 package, _, module = obj.__name__.rpartition(".")
                 lines.add(f"from {package} import {module}")

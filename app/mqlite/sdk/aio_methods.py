@@ -27,60 +27,6 @@ from mqlite.types import (
 class AsyncMethods(AsyncDriver):
     """Every verb of the call table as a coroutine of the asyncio client."""
 
-    async def create_queue(self, name: str, config: QueueConfig | None = None) -> QueueInfo:
-        """Create or reconfigure a queue; returns it with its generation.
-
-        Remotely, CreateQueue answers ``{}``, so one ListQueues follows for the generation."""
-        return await self._run(calls.create_queue(name, config))
-
-    async def ensure_queue(
-        self, name: str, config: QueueConfig | None = None, strict: bool = False
-    ) -> QueueEnsured:
-        """Create a queue unless it exists; an existing queue is left exactly as it is.
-
-        The start-up verb ("make sure it exists"): unlike ``create_queue`` it never resets a
-        queue another process configured. The result says whether this call created it and,
-        if not, which config fields differ from ``config``; ``strict=True`` raises
-        ``QueueConfigDiffers`` instead. One conditional write on the broker: no race."""
-        return await self._run(calls.ensure_queue(name, config, strict))
-
-    async def list_queues(self) -> list[QueueInfo]:
-        """Every queue with its config and generation, by name."""
-        return await self._run(calls.list_queues())
-
-    async def get_queue(self, name: str) -> QueueInfo:
-        """One queue; ``QueueNotFound`` if there is none of that name."""
-        return await self._run(calls.get_queue(name))
-
-    async def delete_queue(self, name: str, generation: str | None = None) -> None:
-        """Delete an empty plain queue, fenced on ``generation``.
-
-        Without ``generation`` the current one is looked up once, per invocation; keep and
-        pass the original one when retrying or reconciling a deletion."""
-        await self._run(calls.delete_queue(name, generation))
-
-    async def subscribe(self, topic: str, name: str, expr: str | None = "") -> QueueInfo:
-        """Create or update subscription ``name`` on ``topic``; returns its backing queue."""
-        return await self._run(calls.subscribe(topic, name, expr))
-
-    async def unsubscribe(self, topic: str, name: str) -> None:
-        """Remove a subscription and its (empty) backing queue."""
-        await self._run(calls.unsubscribe(topic, name))
-
-    async def list_subscriptions(self) -> list[Subscription]:
-        """Every subscription with its topic and filter, by topic then name."""
-        return await self._run(calls.list_subscriptions())
-
-    async def test_filter(
-        self,
-        expr: str,
-        sample: OutMessage | None = None,
-        enqueued_at_ms: int | None = None,
-        visible_at_ms: int | None = None,
-    ) -> FilterTestResult:
-        """Compile ``expr`` and, given a sample, decide exactly as a publish would."""
-        return await self._run(calls.test_filter(expr, sample, enqueued_at_ms, visible_at_ms))
-
     async def send(
         self, queue: str, messages: Sequence[OutMessage], ttl_ms: int | None = None
     ) -> list[int]:
@@ -167,6 +113,60 @@ class AsyncMethods(AsyncDriver):
         """Message counts by state and the age of the oldest active or locked message."""
         return await self._run(calls.stats(queue))
 
+    async def create_queue(self, name: str, config: QueueConfig | None = None) -> QueueInfo:
+        """Create or reconfigure a queue; returns it with its generation.
+
+        Remotely, CreateQueue answers ``{}``, so one ListQueues follows for the generation."""
+        return await self._run(calls.create_queue(name, config))
+
+    async def ensure_queue(
+        self, name: str, config: QueueConfig | None = None, strict: bool = False
+    ) -> QueueEnsured:
+        """Create a queue unless it exists; an existing queue is left exactly as it is.
+
+        The start-up verb ("make sure it exists"): unlike ``create_queue`` it never resets a
+        queue another process configured. The result says whether this call created it and,
+        if not, which config fields differ from ``config``; ``strict=True`` raises
+        ``QueueConfigDiffers`` instead. One conditional write on the broker: no race."""
+        return await self._run(calls.ensure_queue(name, config, strict))
+
+    async def list_queues(self) -> list[QueueInfo]:
+        """Every queue with its config and generation, by name."""
+        return await self._run(calls.list_queues())
+
+    async def get_queue(self, name: str) -> QueueInfo:
+        """One queue; ``QueueNotFound`` if there is none of that name."""
+        return await self._run(calls.get_queue(name))
+
+    async def delete_queue(self, name: str, generation: str | None = None) -> None:
+        """Delete an empty plain queue, fenced on ``generation``.
+
+        Without ``generation`` the current one is looked up once, per invocation; keep and
+        pass the original one when retrying or reconciling a deletion."""
+        await self._run(calls.delete_queue(name, generation))
+
+    async def subscribe(self, topic: str, name: str, expr: str | None = "") -> QueueInfo:
+        """Create or update subscription ``name`` on ``topic``; returns its backing queue."""
+        return await self._run(calls.subscribe(topic, name, expr))
+
+    async def unsubscribe(self, topic: str, name: str) -> None:
+        """Remove a subscription and its (empty) backing queue."""
+        await self._run(calls.unsubscribe(topic, name))
+
+    async def list_subscriptions(self) -> list[Subscription]:
+        """Every subscription with its topic and filter, by topic then name."""
+        return await self._run(calls.list_subscriptions())
+
+    async def test_filter(
+        self,
+        expr: str,
+        sample: OutMessage | None = None,
+        enqueued_at_ms: int | None = None,
+        visible_at_ms: int | None = None,
+    ) -> FilterTestResult:
+        """Compile ``expr`` and, given a sample, decide exactly as a publish would."""
+        return await self._run(calls.test_filter(expr, sample, enqueued_at_ms, visible_at_ms))
+
     async def redrive(
         self,
         queue: str,
@@ -200,6 +200,30 @@ class AsyncMethods(AsyncDriver):
         Check ``collection.state`` before reading ``queues`` (None while unavailable)."""
         return await self._run(calls.observe())
 
+    async def create_schedule(
+        self,
+        name: str,
+        cron: str,
+        queue: str,
+        message: OutMessage,
+        timezone: str = "UTC",
+        catch_up: str = "latest",
+        paused: bool = False,
+    ) -> Schedule:
+        """Create or replace schedule ``name``: ``message`` goes to ``queue`` (a queue, or a
+        topic that fans out) at every slot of ``cron`` in ``timezone``; returns it as listed."""
+        return await self._run(
+            calls.create_schedule(name, cron, queue, message, timezone, catch_up, paused)
+        )
+
+    async def delete_schedule(self, name: str) -> bool:
+        """Delete schedule ``name``; False when there was none (deleting is idempotent)."""
+        return await self._run(calls.delete_schedule(name))
+
+    async def list_schedules(self) -> list[Schedule]:
+        """Every schedule by name, with its next and last firing and its status."""
+        return await self._run(calls.list_schedules())
+
     async def create_key(
         self,
         id: str,
@@ -229,27 +253,3 @@ class AsyncMethods(AsyncDriver):
     async def revoke_key(self, id: str) -> None:
         """Revoke an access key (revoking again succeeds)."""
         await self._run(calls.revoke_key(id))
-
-    async def create_schedule(
-        self,
-        name: str,
-        cron: str,
-        queue: str,
-        message: OutMessage,
-        timezone: str = "UTC",
-        catch_up: str = "latest",
-        paused: bool = False,
-    ) -> Schedule:
-        """Create or replace schedule ``name``: ``message`` goes to ``queue`` (a queue, or a
-        topic that fans out) at every slot of ``cron`` in ``timezone``; returns it as listed."""
-        return await self._run(
-            calls.create_schedule(name, cron, queue, message, timezone, catch_up, paused)
-        )
-
-    async def delete_schedule(self, name: str) -> bool:
-        """Delete schedule ``name``; False when there was none (deleting is idempotent)."""
-        return await self._run(calls.delete_schedule(name))
-
-    async def list_schedules(self) -> list[Schedule]:
-        """Every schedule by name, with its next and last firing and its status."""
-        return await self._run(calls.list_schedules())

@@ -25,32 +25,6 @@ from mqlite.types import (
 class EngineVerbs(Protocol):
     """The engine methods the embedded facade forwards to, one per verb."""
 
-    def create_queue(self, name: str, config: QueueConfig | None = None) -> QueueInfo: ...
-
-    def ensure_queue(
-        self, name: str, config: QueueConfig | None = None, strict: bool = False
-    ) -> QueueEnsured: ...
-
-    def list_queues(self) -> list[QueueInfo]: ...
-
-    def get_queue(self, name: str) -> QueueInfo: ...
-
-    def delete_queue(self, name: str, generation: str | None = None) -> None: ...
-
-    def subscribe(self, topic: str, name: str, expr: str | None = "") -> QueueInfo: ...
-
-    def unsubscribe(self, topic: str, name: str) -> None: ...
-
-    def list_subscriptions(self) -> list[Subscription]: ...
-
-    def test_filter(
-        self,
-        expr: str,
-        sample: OutMessage | None = None,
-        enqueued_at_ms: int | None = None,
-        visible_at_ms: int | None = None,
-    ) -> FilterTestResult: ...
-
     def send(
         self, queue: str, messages: Sequence[OutMessage], ttl_ms: int | None = None
     ) -> list[int]: ...
@@ -98,6 +72,32 @@ class EngineVerbs(Protocol):
 
     def stats(self, queue: str) -> Stats: ...
 
+    def create_queue(self, name: str, config: QueueConfig | None = None) -> QueueInfo: ...
+
+    def ensure_queue(
+        self, name: str, config: QueueConfig | None = None, strict: bool = False
+    ) -> QueueEnsured: ...
+
+    def list_queues(self) -> list[QueueInfo]: ...
+
+    def get_queue(self, name: str) -> QueueInfo: ...
+
+    def delete_queue(self, name: str, generation: str | None = None) -> None: ...
+
+    def subscribe(self, topic: str, name: str, expr: str | None = "") -> QueueInfo: ...
+
+    def unsubscribe(self, topic: str, name: str) -> None: ...
+
+    def list_subscriptions(self) -> list[Subscription]: ...
+
+    def test_filter(
+        self,
+        expr: str,
+        sample: OutMessage | None = None,
+        enqueued_at_ms: int | None = None,
+        visible_at_ms: int | None = None,
+    ) -> FilterTestResult: ...
+
     def redrive(
         self,
         queue: str,
@@ -111,6 +111,21 @@ class EngineVerbs(Protocol):
     def purge(
         self, queue: str, max: int = 0, older_than_ms: int = 0, seq_numbers: Sequence[int] = ()
     ) -> int: ...
+
+    def create_schedule(
+        self,
+        name: str,
+        cron: str,
+        queue: str,
+        message: OutMessage,
+        timezone: str = "UTC",
+        catch_up: str = "latest",
+        paused: bool = False,
+    ) -> Schedule: ...
+
+    def delete_schedule(self, name: str) -> bool: ...
+
+    def list_schedules(self) -> list[Schedule]: ...
 
     def create_key(
         self,
@@ -129,81 +144,12 @@ class EngineVerbs(Protocol):
 
     def revoke_key(self, id: str) -> None: ...
 
-    def create_schedule(
-        self,
-        name: str,
-        cron: str,
-        queue: str,
-        message: OutMessage,
-        timezone: str = "UTC",
-        catch_up: str = "latest",
-        paused: bool = False,
-    ) -> Schedule: ...
-
-    def delete_schedule(self, name: str) -> bool: ...
-
-    def list_schedules(self) -> list[Schedule]: ...
-
 
 class EmbeddedMethods:
     """Each verb forwarded to ``self._engine.<same name>(<same args>)``; the facade
     sets ``_engine`` and writes the verbs declared ``embedded=False`` itself."""
 
     _engine: EngineVerbs
-
-    def create_queue(self, name: str, config: QueueConfig | None = None) -> QueueInfo:
-        """Create or reconfigure a queue; returns it with its generation.
-
-        Remotely, CreateQueue answers ``{}``, so one ListQueues follows for the generation."""
-        return self._engine.create_queue(name, config)
-
-    def ensure_queue(
-        self, name: str, config: QueueConfig | None = None, strict: bool = False
-    ) -> QueueEnsured:
-        """Create a queue unless it exists; an existing queue is left exactly as it is.
-
-        The start-up verb ("make sure it exists"): unlike ``create_queue`` it never resets a
-        queue another process configured. The result says whether this call created it and,
-        if not, which config fields differ from ``config``; ``strict=True`` raises
-        ``QueueConfigDiffers`` instead. One conditional write on the broker: no race."""
-        return self._engine.ensure_queue(name, config, strict)
-
-    def list_queues(self) -> list[QueueInfo]:
-        """Every queue with its config and generation, by name."""
-        return self._engine.list_queues()
-
-    def get_queue(self, name: str) -> QueueInfo:
-        """One queue; ``QueueNotFound`` if there is none of that name."""
-        return self._engine.get_queue(name)
-
-    def delete_queue(self, name: str, generation: str | None = None) -> None:
-        """Delete an empty plain queue, fenced on ``generation``.
-
-        Without ``generation`` the current one is looked up once, per invocation; keep and
-        pass the original one when retrying or reconciling a deletion."""
-        self._engine.delete_queue(name, generation)
-
-    def subscribe(self, topic: str, name: str, expr: str | None = "") -> QueueInfo:
-        """Create or update subscription ``name`` on ``topic``; returns its backing queue."""
-        return self._engine.subscribe(topic, name, expr)
-
-    def unsubscribe(self, topic: str, name: str) -> None:
-        """Remove a subscription and its (empty) backing queue."""
-        self._engine.unsubscribe(topic, name)
-
-    def list_subscriptions(self) -> list[Subscription]:
-        """Every subscription with its topic and filter, by topic then name."""
-        return self._engine.list_subscriptions()
-
-    def test_filter(
-        self,
-        expr: str,
-        sample: OutMessage | None = None,
-        enqueued_at_ms: int | None = None,
-        visible_at_ms: int | None = None,
-    ) -> FilterTestResult:
-        """Compile ``expr`` and, given a sample, decide exactly as a publish would."""
-        return self._engine.test_filter(expr, sample, enqueued_at_ms, visible_at_ms)
 
     def send(
         self, queue: str, messages: Sequence[OutMessage], ttl_ms: int | None = None
@@ -287,6 +233,60 @@ class EmbeddedMethods:
         """Message counts by state and the age of the oldest active or locked message."""
         return self._engine.stats(queue)
 
+    def create_queue(self, name: str, config: QueueConfig | None = None) -> QueueInfo:
+        """Create or reconfigure a queue; returns it with its generation.
+
+        Remotely, CreateQueue answers ``{}``, so one ListQueues follows for the generation."""
+        return self._engine.create_queue(name, config)
+
+    def ensure_queue(
+        self, name: str, config: QueueConfig | None = None, strict: bool = False
+    ) -> QueueEnsured:
+        """Create a queue unless it exists; an existing queue is left exactly as it is.
+
+        The start-up verb ("make sure it exists"): unlike ``create_queue`` it never resets a
+        queue another process configured. The result says whether this call created it and,
+        if not, which config fields differ from ``config``; ``strict=True`` raises
+        ``QueueConfigDiffers`` instead. One conditional write on the broker: no race."""
+        return self._engine.ensure_queue(name, config, strict)
+
+    def list_queues(self) -> list[QueueInfo]:
+        """Every queue with its config and generation, by name."""
+        return self._engine.list_queues()
+
+    def get_queue(self, name: str) -> QueueInfo:
+        """One queue; ``QueueNotFound`` if there is none of that name."""
+        return self._engine.get_queue(name)
+
+    def delete_queue(self, name: str, generation: str | None = None) -> None:
+        """Delete an empty plain queue, fenced on ``generation``.
+
+        Without ``generation`` the current one is looked up once, per invocation; keep and
+        pass the original one when retrying or reconciling a deletion."""
+        self._engine.delete_queue(name, generation)
+
+    def subscribe(self, topic: str, name: str, expr: str | None = "") -> QueueInfo:
+        """Create or update subscription ``name`` on ``topic``; returns its backing queue."""
+        return self._engine.subscribe(topic, name, expr)
+
+    def unsubscribe(self, topic: str, name: str) -> None:
+        """Remove a subscription and its (empty) backing queue."""
+        self._engine.unsubscribe(topic, name)
+
+    def list_subscriptions(self) -> list[Subscription]:
+        """Every subscription with its topic and filter, by topic then name."""
+        return self._engine.list_subscriptions()
+
+    def test_filter(
+        self,
+        expr: str,
+        sample: OutMessage | None = None,
+        enqueued_at_ms: int | None = None,
+        visible_at_ms: int | None = None,
+    ) -> FilterTestResult:
+        """Compile ``expr`` and, given a sample, decide exactly as a publish would."""
+        return self._engine.test_filter(expr, sample, enqueued_at_ms, visible_at_ms)
+
     def redrive(
         self,
         queue: str,
@@ -306,6 +306,28 @@ class EmbeddedMethods:
         """Delete dead letters (oldest first); all bounds empty purges the whole DLQ.
         ``seq_numbers`` narrows it to those dead letters (at most 1000)."""
         return self._engine.purge(queue, max, older_than_ms, seq_numbers)
+
+    def create_schedule(
+        self,
+        name: str,
+        cron: str,
+        queue: str,
+        message: OutMessage,
+        timezone: str = "UTC",
+        catch_up: str = "latest",
+        paused: bool = False,
+    ) -> Schedule:
+        """Create or replace schedule ``name``: ``message`` goes to ``queue`` (a queue, or a
+        topic that fans out) at every slot of ``cron`` in ``timezone``; returns it as listed."""
+        return self._engine.create_schedule(name, cron, queue, message, timezone, catch_up, paused)
+
+    def delete_schedule(self, name: str) -> bool:
+        """Delete schedule ``name``; False when there was none (deleting is idempotent)."""
+        return self._engine.delete_schedule(name)
+
+    def list_schedules(self) -> list[Schedule]:
+        """Every schedule by name, with its next and last firing and its status."""
+        return self._engine.list_schedules()
 
     def create_key(
         self,
@@ -336,25 +358,3 @@ class EmbeddedMethods:
     def revoke_key(self, id: str) -> None:
         """Revoke an access key (revoking again succeeds)."""
         self._engine.revoke_key(id)
-
-    def create_schedule(
-        self,
-        name: str,
-        cron: str,
-        queue: str,
-        message: OutMessage,
-        timezone: str = "UTC",
-        catch_up: str = "latest",
-        paused: bool = False,
-    ) -> Schedule:
-        """Create or replace schedule ``name``: ``message`` goes to ``queue`` (a queue, or a
-        topic that fans out) at every slot of ``cron`` in ``timezone``; returns it as listed."""
-        return self._engine.create_schedule(name, cron, queue, message, timezone, catch_up, paused)
-
-    def delete_schedule(self, name: str) -> bool:
-        """Delete schedule ``name``; False when there was none (deleting is idempotent)."""
-        return self._engine.delete_schedule(name)
-
-    def list_schedules(self) -> list[Schedule]:
-        """Every schedule by name, with its next and last firing and its status."""
-        return self._engine.list_schedules()
