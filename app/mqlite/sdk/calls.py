@@ -20,94 +20,13 @@ Retry classes (``RetryPolicy`` applies them):
 
 The table is split by the wire's services, one module each: ``calls_queue``
 (QueueService), ``calls_admin`` (AdminService), ``calls_auth`` (AuthService). This module
-imports them (registering every verb in ``call.VERBS``) and re-exports each verb under its
-name, which is how the generated clients call them (``calls.send_one(...)``).
+imports them all (registering every verb in ``call.VERBS``) and re-exports their public
+names, which is how the generated clients call them (``calls.send_one(...)``): a verb
+added to a service module is exported here with no further edit.
 """
 
 from __future__ import annotations
 
-from mqlite.sdk.calls_admin import (
-    create_queue,
-    create_schedule,
-    delete_queue,
-    delete_schedule,
-    ensure_queue,
-    find_queue,
-    get_queue,
-    list_queues,
-    list_schedules,
-    list_subscriptions,
-    observe,
-    purge,
-    redrive,
-    status,
-    subscribe,
-    test_filter,
-    unsubscribe,
-)
-from mqlite.sdk.calls_auth import (
-    create_key,
-    list_keys,
-    revoke_key,
-)
-from mqlite.sdk.calls_queue import (
-    STAND_INS,
-    abandon,
-    cancel,
-    complete,
-    complete_batch,
-    defer,
-    message_json,
-    new_attempt_id,
-    peek,
-    receive,
-    receive_deferred,
-    reject,
-    renew,
-    renew_batch,
-    schedule,
-    send,
-    send_one,
-    stats,
-)
-
-__all__ = [
-    "STAND_INS",
-    "abandon",
-    "cancel",
-    "complete",
-    "complete_batch",
-    "create_key",
-    "create_queue",
-    "create_schedule",
-    "defer",
-    "delete_queue",
-    "delete_schedule",
-    "ensure_queue",
-    "find_queue",
-    "get_queue",
-    "list_keys",
-    "list_queues",
-    "list_schedules",
-    "list_subscriptions",
-    "message_json",
-    "new_attempt_id",
-    "observe",
-    "peek",
-    "purge",
-    "receive",
-    "receive_deferred",
-    "redrive",
-    "reject",
-    "renew",
-    "renew_batch",
-    "revoke_key",
-    "schedule",
-    "send",
-    "send_one",
-    "stats",
-    "status",
-    "subscribe",
-    "test_filter",
-    "unsubscribe",
-]
+from mqlite.sdk.calls_admin import *  # noqa: F403
+from mqlite.sdk.calls_auth import *  # noqa: F403
+from mqlite.sdk.calls_queue import *  # noqa: F403
