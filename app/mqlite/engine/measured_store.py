@@ -61,7 +61,7 @@ class MeasuredStore(Store):
         new, self._retries_seen = total - self._retries_seen, total
         return new
 
-    def transaction(self, *, batch: bool = False) -> _MeasuredTransaction:  # type: ignore[override]
+    def transaction(self, *, batch: bool = False) -> _MeasuredTransaction:
         return _MeasuredTransaction(self, batch)
 
     @contextmanager
