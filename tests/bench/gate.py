@@ -11,7 +11,8 @@ fresh file database -- ``send_one`` N times, ``send`` in batches of 64, a drain 
 a real ASGI app on a real socket (uvicorn in a thread of the same process) -- runs once
 under valgrind's callgrind (CPU instructions, user space: Python, SQLite, the app) and
 once under strace (every system call of every thread: WAL writes, lock calls, random
-reads, socket traffic). ``os.getppid()`` is the marker between figures: callgrind dumps
+reads, socket traffic; not ``futex``, whose count is how often threads happened to meet
+on a lock, not work done). ``os.getppid()`` is the marker between figures: callgrind dumps
 at it, and in the strace log it separates the figures' calls. Per message = the figure's
 total / N. Start-up and the drain's prefill fall between markers of their own.
 
@@ -97,7 +98,8 @@ def fill():
         rpc("QueueService/Send", {"queue": "http", "messages": [{"body": b64}] * 64})
 def drain():
     while True:
-        got = rpc("QueueService/Receive", {"queue": "http", "max_messages": 64}).get("messages") or []
+        answer = rpc("QueueService/Receive", {"queue": "http", "max_messages": 64})
+        got = answer.get("messages") or []
         if not got:
             return
         rpc("QueueService/CompleteBatch", {"queue": "http", "messages": [
@@ -152,8 +154,8 @@ def _run_strace(work: Path, n: int) -> dict[str, float]:
         if re.match(r"^\d+\s+getppid\(", line):
             segment += 1  # calls after marker k-1, up to marker k: figure k (as callgrind)
             counts[segment] = 0
-        elif re.match(r"^\d+\s+\w+\(", line):  # (a resumed call was counted unfinished)
-            counts[segment] += 1
+        elif re.match(r"^\d+\s+\w+\(", line) and not re.match(r"^\d+\s+futex\(", line):
+            counts[segment] += 1  # (a resumed call was counted unfinished; futex: below)
     return {f: round(counts.get(k, 0) / n, 2) for f, k in FIGURES.items()}
 
 
