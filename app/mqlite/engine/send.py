@@ -10,13 +10,12 @@ from __future__ import annotations
 
 import dataclasses
 import sqlite3
-from collections import Counter
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
 from mqlite import defaults, errors
 from mqlite.engine import dedup
-from mqlite.engine.rows import encode_properties, split_body
+from mqlite.engine.rows import EXTERNAL_BODY_MIN_BYTES, encode_properties
 from mqlite.filters import FilterInput
 from mqlite.filters import runtime as filter_runtime
 from mqlite.types import OrderingMode, OutMessage, QueueInfo
@@ -29,6 +28,17 @@ INSERT INTO messages (queue, state, visible_at, enqueued_at, expires_at, message
                       correlation_id, reply_to, group_id, content_type, subject, properties, body,
                       external_body_bytes)
 VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
+"""
+
+# The same row for a message with no ids, subject, content type or properties (the common
+# case): NULLs written in the statement, not bound. sqlite3 binds None through its adapter
+# lookup (a failed protocol search per parameter), nine of them cost a send_one ~20 % of
+# its instructions (issue 29).
+INSERT_PLAIN_SQL = """
+INSERT INTO messages (queue, state, visible_at, enqueued_at, expires_at, message_id,
+                      correlation_id, reply_to, group_id, content_type, subject, properties, body,
+                      external_body_bytes)
+VALUES (?, ?, ?, ?, ?, NULL, NULL, NULL, NULL, NULL, NULL, NULL, ?, ?)
 """
 
 # A large body goes to its own table under the message's id (rows.split_body).
@@ -44,6 +54,9 @@ DELETE FROM messages
 """
 
 
+# Fields of at most this many UTF-8 bytes (4 per character) are within every limit.
+_UNMEASURED_FIELD_BYTES = min(defaults.MAX_FIELD_BYTES, defaults.MAX_METADATA_BYTES)
+
 _STRING_FIELDS = ("message_id", "group_id", "subject", "correlation_id", "reply_to", "content_type")
 
 
@@ -55,12 +68,15 @@ class Route:
 
 @dataclass(frozen=True, slots=True)
 class SendResult:
+    """Plain dicts, not Counters: built on every send (hot path), and a Counter costs two
+    Python calls to make and one per first increment."""
+
     seq_numbers: list[int]
-    notify: Counter[str]  # claimable copies per queue: that many parked polls are woken
+    notify: dict[str, int]  # claimable copies per queue: that many parked polls are woken
     # Message effects (observe.py): inserted copies, and dedup hits by kind, per queue.
-    copies: Counter[str] = dataclasses.field(default_factory=Counter)
-    deduplicated: Counter[str] = dataclasses.field(default_factory=Counter)
-    conflicts: Counter[str] = dataclasses.field(default_factory=Counter)
+    copies: dict[str, int] = dataclasses.field(default_factory=dict)
+    deduplicated: dict[str, int] = dataclasses.field(default_factory=dict)
+    conflicts: dict[str, int] = dataclasses.field(default_factory=dict)
 
 
 def validate_messages(messages: object, max_message_bytes: int) -> list[OutMessage]:
@@ -69,7 +85,10 @@ def validate_messages(messages: object, max_message_bytes: int) -> list[OutMessa
     The common case (bytes body, str fields, no or str->str properties) passes through
     untouched; only a bytearray/memoryview body or ``properties=None`` is normalised.
     """
-    if isinstance(messages, OutMessage) or not isinstance(messages, Sequence):
+    # type() first: the ABC check costs more than the rest of a one-message validation.
+    if type(messages) is not list and (
+        isinstance(messages, OutMessage) or not isinstance(messages, Sequence)
+    ):
         raise errors.InvalidArgument("messages must be a list of OutMessage")
     if len(messages) > defaults.MAX_SEND_MESSAGES:
         raise errors.InvalidArgument(
@@ -105,7 +124,22 @@ def validate_messages(messages: object, max_message_bytes: int) -> list[OutMessa
             props and not all(type(k) is str and type(v) is str for k, v in props.items())
         ):
             raise errors.InvalidArgument(f"messages[{i}].properties must map strings to strings")
-        check_metadata(i, m, props)
+        # Hot path: without properties, fields of 1,024 characters in all are under every
+        # byte limit (a character is at most 4 UTF-8 bytes): no per-field measuring.
+        if (
+            props
+            or 4
+            * (
+                len(m.message_id)
+                + len(m.group_id)
+                + len(m.subject)
+                + len(m.correlation_id)
+                + len(m.reply_to)
+                + len(m.content_type)
+            )
+            > _UNMEASURED_FIELD_BYTES
+        ):
+            check_metadata(i, m, props)
         if type(body) is not bytes or props is not m.properties:
             m = dataclasses.replace(m, body=bytes(body), properties=props)
         out.append(m)
@@ -178,15 +212,16 @@ def insert(
         route = routes[0]
         if route.queue.config.dedup_window_ms <= 0:
             batch = _insert_many(conn, now_ms, route.queue, messages, visible_at_ms, ttl_ms, state)
-            copies = Counter({route.queue.name: len(batch)})
-            return SendResult(batch, Counter() if scheduled else copies, copies)
-    notify: Counter[str] = Counter()
+            copies = {route.queue.name: len(batch)}
+            return SendResult(batch, {} if scheduled else copies, copies)
+    notify: dict[str, int] = {}
     result = SendResult([], notify)
+    copies = result.copies
     execute = conn.execute
     for i, m in enumerate(messages):
         final_seq = 0
         conflicted = False
-        props = encode_properties(m.properties)
+        props = encode_properties(m.properties) if m.properties else None
         for route in routes if plan is None else plan[i]:
             q = route.queue
             cfg = q.config
@@ -202,40 +237,61 @@ def insert(
                     kind, seq = hit
                     if kind == dedup.CONFLICT:
                         conflicted = True
-                        result.conflicts[q.name] += 1
+                        result.conflicts[q.name] = result.conflicts.get(q.name, 0) + 1
                     else:
                         final_seq = seq
-                        result.deduplicated[q.name] += 1
+                        result.deduplicated[q.name] = result.deduplicated.get(q.name, 0) + 1
                     continue
-            ttl = effective_ttl_ms(ttl_ms, cfg.default_ttl_ms)
-            inline, external = split_body(m.body)
-            cur = execute(
-                INSERT_MESSAGE_SQL,
-                (
-                    q.name,
-                    state,
-                    visible_at_ms,
-                    now_ms,
-                    visible_at_ms + ttl if ttl > 0 else 0,
-                    m.message_id or None,
-                    m.correlation_id or None,
-                    m.reply_to or None,
-                    m.group_id or None,
-                    m.content_type or None,
-                    m.subject or None,
-                    props,
-                    inline,
-                    external,
-                ),
+            # effective_ttl_ms and split_body, inlined for the common case (hot path).
+            ttl = (
+                effective_ttl_ms(ttl_ms, cfg.default_ttl_ms) if ttl_ms or cfg.default_ttl_ms else 0
             )
+            body = m.body
+            if len(body) > EXTERNAL_BODY_MIN_BYTES:
+                inline, external = b"", len(body)
+            else:
+                inline, external = body, 0
+            if plain(m):
+                cur = execute(
+                    INSERT_PLAIN_SQL,
+                    (
+                        q.name,
+                        state,
+                        visible_at_ms,
+                        now_ms,
+                        visible_at_ms + ttl if ttl > 0 else 0,
+                        inline,
+                        external,
+                    ),
+                )
+            else:
+                cur = execute(
+                    INSERT_MESSAGE_SQL,
+                    (
+                        q.name,
+                        state,
+                        visible_at_ms,
+                        now_ms,
+                        visible_at_ms + ttl if ttl > 0 else 0,
+                        m.message_id or None,
+                        m.correlation_id or None,
+                        m.reply_to or None,
+                        m.group_id or None,
+                        m.content_type or None,
+                        m.subject or None,
+                        props,
+                        inline,
+                        external,
+                    ),
+                )
             seq = int(cur.lastrowid or 0)
             if external:
                 execute(INSERT_BODY_SQL, (seq, m.body))
             if digest:
                 dedup.record(conn, now_ms, q.name, m.message_id, digest, seq)
             if not scheduled:
-                notify[q.name] += 1
-            result.copies[q.name] += 1
+                notify[q.name] = notify.get(q.name, 0) + 1
+            copies[q.name] = copies.get(q.name, 0) + 1
             final_seq = seq
         if single and final_seq == 0 and conflicted:
             raise errors.DedupConflict(
@@ -243,6 +299,19 @@ def insert(
             )
         result.seq_numbers.append(final_seq)
     return result
+
+
+def plain(m: OutMessage) -> bool:
+    """No metadata to bind: the message goes in with ``INSERT_PLAIN_SQL``."""
+    return not (
+        m.message_id
+        or m.correlation_id
+        or m.reply_to
+        or m.group_id
+        or m.content_type
+        or m.subject
+        or m.properties
+    )
 
 
 def _insert_many(
@@ -268,10 +337,26 @@ def _insert_many(
     ttl = effective_ttl_ms(ttl_ms, queue.config.default_ttl_ms)
     expires = visible_at_ms + ttl if ttl > 0 else 0
     name = queue.name
-    split = [split_body(m.body) for m in messages]
-    conn.executemany(
-        INSERT_MESSAGE_SQL,
-        [
+    # split_body and encode_properties inlined: no Python call per message (hot path).
+    if not any(  # (see INSERT_PLAIN_SQL; plain() inlined: no call per message)
+        m.message_id
+        or m.correlation_id
+        or m.reply_to
+        or m.group_id
+        or m.content_type
+        or m.subject
+        or m.properties
+        for m in messages
+    ):
+        rows: list[tuple[object, ...]] = [
+            (name, state, visible_at_ms, now_ms, expires,
+             *((m.body, 0) if len(m.body) <= EXTERNAL_BODY_MIN_BYTES else (b"", len(m.body))))
+            for m in messages
+        ]  # fmt: skip
+        conn.executemany(INSERT_PLAIN_SQL, rows)
+        ext_col = 6
+    else:
+        rows = [
             (
                 name,
                 state,
@@ -284,16 +369,18 @@ def _insert_many(
                 m.group_id or None,
                 m.content_type or None,
                 m.subject or None,
-                encode_properties(m.properties),
-                inline,
-                external,
+                encode_properties(m.properties) if m.properties else None,
+                *((m.body, 0) if len(m.body) <= EXTERNAL_BODY_MIN_BYTES else (b"", len(m.body))),
             )
-            for m, (inline, external) in zip(messages, split, strict=True)
-        ],
-    )
+            for m in messages
+        ]
+        conn.executemany(INSERT_MESSAGE_SQL, rows)
+        ext_col = 13
     last = int(conn.execute(LAST_ROWID_SQL).fetchone()[0])
     seqs = list(range(last - len(messages) + 1, last + 1))
-    large = [(seq, m.body) for seq, m, (_, ext) in zip(seqs, messages, split, strict=True) if ext]
+    large = [
+        (seq, m.body) for seq, m, row in zip(seqs, messages, rows, strict=True) if row[ext_col]
+    ]
     if large:
         conn.executemany(INSERT_BODY_SQL, large)
     return seqs
@@ -314,7 +401,10 @@ def route_plan(
     """Evaluate every subscription filter: per message, the routes that accept it. None
     when no route has a filter. Pure CPU on a budget (filters fail closed), run BEFORE the
     write transaction so a costly filter never holds the writer."""
-    if all(r.accepts is None for r in routes):
+    for r in routes:  # a loop, not all(<genexpr>): this runs on every send
+        if r.accepts is not None:
+            break
+    else:
         return None
     plan: list[list[Route]] = []
     deadline = filter_runtime.elapsed_clock() + defaults.FILTER_PUBLISH_BUDGET_MS / 1000
