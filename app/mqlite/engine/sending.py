@@ -1,0 +1,127 @@
+"""Sending: send, send_one, schedule and cancel (the routing runs on the caller's thread,
+the commit on the writer; ``send.py`` holds the SQL).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+from mqlite import errors
+from mqlite.engine import send
+from mqlite.engine.core import EngineCore, serialized
+from mqlite.engine.send import Route, SendResult
+from mqlite.engine.validate import check_int, check_seq
+from mqlite.types import OutMessage
+
+
+class SendOps(EngineCore):
+    # -- send -----------------------------------------------------------------------------
+
+    def send(
+        self, queue: str, messages: Sequence[OutMessage], ttl_ms: int | None = None
+    ) -> list[int]:
+        """Enqueue a batch atomically; positional seqs (0 = dedup conflict in a batch)."""
+        return self._send(queue, messages, ttl_ms=ttl_ms, at_ms=None)
+
+    def send_one(self, queue: str, message: OutMessage, ttl_ms: int | None = None) -> int:
+        """Enqueue one message; a dedup conflict raises ``DedupConflict``."""
+        if not isinstance(message, OutMessage):
+            raise errors.InvalidArgument("message must be an OutMessage")
+        return self._send(queue, [message], ttl_ms=ttl_ms, at_ms=None)[0]
+
+    def schedule(
+        self,
+        queue: str,
+        messages: Sequence[OutMessage],
+        at_ms: int,
+        ttl_ms: int | None = None,
+    ) -> list[int]:
+        """Enqueue for delivery at ``at_ms`` (must be in the future), atomically."""
+        check_int("at_ms", at_ms, minimum=1)
+        return self._send(queue, messages, ttl_ms=ttl_ms, at_ms=at_ms)
+
+    def _send(
+        self,
+        name: str,
+        messages: Sequence[OutMessage],
+        *,
+        ttl_ms: int | None,
+        at_ms: int | None,
+    ) -> list[int]:
+        """Validate and route on the caller's thread (filters run here, never holding the
+        writer), then commit on the writer."""
+        if not isinstance(name, str):
+            raise errors.InvalidArgument("queue name must be a string")
+        routes = self.catalog.routes(name)  # an unknown or invalid name fails even when empty
+        msgs = send.validate_messages(messages, self.max_message_bytes)
+        if ttl_ms is not None:
+            check_int("ttl_ms", ttl_ms, minimum=0)
+        if not msgs:
+            return []
+        send.check_fanout(len(msgs), len(routes))
+        if self.disk is not None:  # below the free-space floor only consumers may write
+            self.disk.check_send(len(routes) * sum(len(m.body) + 256 for m in msgs))
+        now = self.clock.now_ms()
+        if at_ms is not None and at_ms <= now:
+            raise errors.InvalidArgument(
+                f"scheduled time {at_ms} is not in the future (now is {now})"
+            )
+        visible_at = at_ms if at_ms is not None else now
+        plan = send.route_plan(routes, msgs, now, visible_at)
+        return self._commit_send(name, routes, plan, msgs, now, visible_at, ttl_ms)
+
+    @serialized
+    def _commit_send(
+        self,
+        name: str,
+        routes: list[Route],
+        plan: list[list[Route]] | None,
+        msgs: list[OutMessage],
+        now: int,
+        visible_at: int,
+        ttl_ms: int | None,
+    ) -> list[int]:
+        current = self.catalog.routes(name)
+        if current is not routes:  # subscriptions changed since routing: route again
+            send.check_fanout(len(msgs), len(current))
+            routes, plan = current, send.route_plan(current, msgs, now, visible_at)
+        try:
+            with self.store.transaction() as conn:
+                result = send.insert(
+                    conn,
+                    now,
+                    routes,
+                    msgs,
+                    visible_at_ms=visible_at,
+                    ttl_ms=ttl_ms,
+                    single=len(msgs) == 1,
+                    plan=plan,
+                )
+                self._wake_after_commit(result.notify)
+                self._count_send(result, scheduled=visible_at > now)
+        except errors.DedupConflict:
+            # A refused single send: nothing committed, but the conflict is a confirmed
+            # effect (the conflicting record is committed). Every route it reached
+            # conflicted, else the send would have had a seq.
+            reached = routes if plan is None else plan[0]
+            for route in reached:
+                self.effects.add(route.queue.name, "dedup_conflict", 1)
+            raise
+        return result.seq_numbers
+
+    def _count_send(self, result: SendResult, *, scheduled: bool) -> None:
+        self._count(
+            *((q, "enqueued", n) for q, n in result.copies.items()),
+            *((q, "scheduled", n) for q, n in result.copies.items() if scheduled),
+            *((q, "deduplicated", n) for q, n in result.deduplicated.items()),
+            *((q, "dedup_conflict", n) for q, n in result.conflicts.items()),
+        )
+
+    @serialized
+    def cancel(self, queue: str, seq_number: int) -> None:
+        """Delete a scheduled, never-delivered message; otherwise ``NotFound``."""
+        q = self._queue(queue)
+        check_seq(seq_number)
+        with self.store.transaction() as conn:
+            send.cancel(conn, q.name, seq_number)
+            self._count((q.name, "canceled", 1))
