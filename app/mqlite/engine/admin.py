@@ -19,7 +19,7 @@ SELECT (SELECT count(*) FROM queues WHERE kind = 'queue'), (SELECT count(*) FROM
 """
 
 
-class AdminOps(EngineCore):
+class Admin(EngineCore):
     """Peek / stats / redrive / purge / maintenance / outbox transactions."""
 
     # -- browse ---------------------------------------------------------------------------

@@ -7,14 +7,14 @@ Long-poll waiting happens outside any transaction, parked on the per-queue notif
 
 from __future__ import annotations
 
-from mqlite.engine.admin import AdminOps
-from mqlite.engine.keys import KeyOps
-from mqlite.engine.maintenance_ops import MaintenanceOps
-from mqlite.engine.messaging import MessagingOps
-from mqlite.engine.observe import ObserveOps
-from mqlite.engine.queue_ops import QueueOps
-from mqlite.engine.schedules import ScheduleOps
+from mqlite.engine.admin import Admin
+from mqlite.engine.keys import AccessKeys
+from mqlite.engine.maintenance_ops import Maintenance
+from mqlite.engine.messaging import Messaging
+from mqlite.engine.observe import Observer
+from mqlite.engine.queue_ops import Queues
+from mqlite.engine.schedules import Schedules
 
 
-class Engine(QueueOps, MessagingOps, AdminOps, MaintenanceOps, KeyOps, ObserveOps, ScheduleOps):
+class Engine(Queues, Messaging, Admin, Maintenance, AccessKeys, Observer, Schedules):
     """The broker core on one SQLite database. Thread-safe; knows nothing of HTTP."""

@@ -145,7 +145,7 @@ def _list_limit(limit: object) -> int:
 # -- the engine mixin ------------------------------------------------------------------
 
 
-class KeyOps(EngineCore):
+class AccessKeys(EngineCore):
     """CreateKey / ListKeys / RevokeKey plus the per-request managed-token check."""
 
     @serialized

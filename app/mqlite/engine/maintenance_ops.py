@@ -38,7 +38,7 @@ class MaintenanceReport:
     schedules_fired: int = 0  # cron slots sent (engine/schedules.py)
 
 
-class MaintenanceOps(EngineCore):
+class Maintenance(EngineCore):
     """The passes the maintenance scheduler runs (``mqlite.scheduling``)."""
 
     # -- maintenance ----------------------------------------------------------------------
@@ -194,7 +194,7 @@ class MaintenanceOps(EngineCore):
         expired = self.expire_ttl()
         dedup_n, receipts_n, attempts_n, dropped = self.run_janitors()
         pages = self.reclaim_pass()
-        fired = self.fire_schedules()  # type: ignore[attr-defined]  # ScheduleOps, in Engine
+        fired = self.fire_schedules()  # type: ignore[attr-defined]  # Schedules, in Engine
         return MaintenanceReport(
             len(reaped),
             len(activated),

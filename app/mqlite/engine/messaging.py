@@ -16,7 +16,7 @@ from mqlite import defaults, errors
 from mqlite.engine import claim, queues, retry, settle
 from mqlite.engine.core import serialized
 from mqlite.engine.notify import Waiter
-from mqlite.engine.sending import SendOps
+from mqlite.engine.sending import Sending
 from mqlite.engine.storage_errors import translate
 from mqlite.engine.tx import EngineTx
 from mqlite.engine.validate import (
@@ -33,7 +33,7 @@ from mqlite.types import BatchResult, Message
 MESSAGE_STATE_SQL = "SELECT state FROM messages WHERE id = ?"
 
 
-class MessagingOps(SendOps):
+class Messaging(Sending):
     # -- receive --------------------------------------------------------------------------
 
     def receive(

@@ -52,7 +52,7 @@ Collected = tuple[list[tuple[object, ...]] | None, float, str]
 Counts = dict[str, dict[str, int]]
 
 
-class ObserveOps(EngineCore):
+class Observer(EngineCore):
     """``observe()`` and the pieces it reads."""
 
     _rows: RowCache = {}  # noqa: RUF012 (replaced, never mutated: see zero_filled)

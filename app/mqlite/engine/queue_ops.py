@@ -24,7 +24,7 @@ from mqlite.types import (
 )
 
 
-class QueueOps(EngineCore):
+class Queues(EngineCore):
     # -- queues ---------------------------------------------------------------------------
 
     @serialized

@@ -138,7 +138,7 @@ class _Firing:
     next: int  # the next slot after now (NEVER if none)
 
 
-class ScheduleOps(EngineCore):
+class Schedules(EngineCore):
     """CreateSchedule / DeleteSchedule / ListSchedules, and the firing pass."""
 
     def create_schedule(

@@ -14,7 +14,7 @@ from mqlite.engine.validate import check_int, check_seq
 from mqlite.types import OutMessage
 
 
-class SendOps(EngineCore):
+class Sending(EngineCore):
     # -- send -----------------------------------------------------------------------------
 
     def send(
