@@ -9,7 +9,8 @@ from collections.abc import Sequence
 
 from mqlite import errors
 from mqlite.engine import dlq, peek
-from mqlite.engine.core import EngineCore, serialized
+from mqlite.engine.core import serialized
+from mqlite.engine.part import Part
 from mqlite.engine.store import SCHEMA_VERSION
 from mqlite.engine.validate import check_int
 from mqlite.types import Message, Stats
@@ -19,7 +20,7 @@ SELECT (SELECT count(*) FROM queues WHERE kind = 'queue'), (SELECT count(*) FROM
 """
 
 
-class Admin(EngineCore):
+class Admin(Part):
     """Peek / stats / redrive / purge / maintenance / outbox transactions."""
 
     # -- browse ---------------------------------------------------------------------------

@@ -16,8 +16,9 @@ from collections.abc import Iterable, Mapping, Sequence
 
 from mqlite import errors
 from mqlite.engine import scopes
-from mqlite.engine.core import EngineCore, serialized
+from mqlite.engine.core import serialized
 from mqlite.engine.key_cache import PERM_SEP, row_to_key, token_digest
+from mqlite.engine.part import Part
 from mqlite.engine.validate import MAX_INT64, check_int
 from mqlite.types import AccessKey, Permission
 
@@ -145,7 +146,7 @@ def _list_limit(limit: object) -> int:
 # -- the engine mixin ------------------------------------------------------------------
 
 
-class AccessKeys(EngineCore):
+class AccessKeys(Part):
     """CreateKey / ListKeys / RevokeKey plus the per-request managed-token check."""
 
     @serialized

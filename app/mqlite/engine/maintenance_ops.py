@@ -11,16 +11,20 @@ from __future__ import annotations
 import functools
 import sqlite3
 from collections import Counter
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, TypeVar
 
 from mqlite.engine import killpoints, maintenance
 from mqlite.engine.core import EngineCore, outside_transaction, serialized
 from mqlite.engine.diagnostics import INTERRUPTIONS
+from mqlite.engine.part import Part
+from mqlite.engine.schedules import Schedules
 from mqlite.engine.store import require_file
 
 VACUUM_SQL = "VACUUM"
+
+T = TypeVar("T")
 
 
 @dataclass(frozen=True, slots=True)
@@ -38,8 +42,13 @@ class MaintenanceReport:
     schedules_fired: int = 0  # cron slots sent (engine/schedules.py)
 
 
-class Maintenance(EngineCore):
-    """The passes the maintenance scheduler runs (``mqlite.scheduling``)."""
+class Maintenance(Part):
+    """The passes the maintenance scheduler runs (``mqlite.scheduling`` is handed this
+    part and nothing else of the engine), the cron firing pass through ``schedules``."""
+
+    def __init__(self, core: EngineCore, schedules: Schedules) -> None:
+        super().__init__(core)
+        self.schedules = schedules
 
     # -- maintenance ----------------------------------------------------------------------
     # Each pass runs as a task of maintenance_runs.py (outcomes, durations, failed steps);
@@ -194,7 +203,7 @@ class Maintenance(EngineCore):
         expired = self.expire_ttl()
         dedup_n, receipts_n, attempts_n, dropped = self.run_janitors()
         pages = self.reclaim_pass()
-        fired = self.fire_schedules()  # type: ignore[attr-defined]  # Schedules, in Engine
+        fired = self.fire_schedules()
         return MaintenanceReport(
             len(reaped),
             len(activated),
@@ -206,6 +215,40 @@ class Maintenance(EngineCore):
             pages,
             fired,
         )
+
+    def fire_schedules(self) -> int:
+        """The cron pass (off the writer: it takes it per batch of due schedules)."""
+        return self.schedules.fire_schedules()
+
+    def tend_disk(self) -> None:
+        """Recreate the disk reserve once there is room (maintenance; never on the writer:
+        it writes a file of reserve_bytes)."""
+        if self.disk is not None:
+            self.disk.tend()
+
+    # -- what the scheduler needs to know (it is handed this part, never the store) -------
+
+    @property
+    def leased(self) -> bool:
+        """A remote database held under a lease (lease.py): the scheduler renews it."""
+        return self.store.lease is not None
+
+    @property
+    def lease_lost(self) -> bool:
+        return self.store.lease is not None and self.store.lease.lost is not None
+
+    @property
+    def on_file(self) -> bool:
+        """A database file (free-page reclaim applies; in memory or remote it does not)."""
+        return self.store.location.path is not None
+
+    def on_writer(self, fn: Callable[[], T]) -> T:
+        """Run a pass on the writer thread, batched with other work."""
+        return self.writer.call_on_thread(fn)
+
+    def enable(self, tasks: Sequence[str]) -> None:
+        """The tasks Observe reports as enabled: those a scheduler runs."""
+        self.maintenance_runs.enable(tasks)
 
 
 def _effects(counts: Counter[str], event: str) -> list[tuple[str, str, int]]:

@@ -10,7 +10,8 @@ from __future__ import annotations
 
 from mqlite import errors
 from mqlite.engine import queues, send, topics
-from mqlite.engine.core import EngineCore, serialized
+from mqlite.engine.core import serialized
+from mqlite.engine.part import Part
 from mqlite.engine.validate import check_int
 from mqlite.filters import compile_filter
 from mqlite.filters import test_filter as run_test_filter
@@ -24,7 +25,7 @@ from mqlite.types import (
 )
 
 
-class Queues(EngineCore):
+class Queues(Part):
     # -- queues ---------------------------------------------------------------------------
 
     @serialized

@@ -8,13 +8,14 @@ from collections.abc import Sequence
 
 from mqlite import errors
 from mqlite.engine import send
-from mqlite.engine.core import EngineCore, serialized
+from mqlite.engine.core import serialized
+from mqlite.engine.part import Part
 from mqlite.engine.send import Route, SendResult
 from mqlite.engine.validate import check_int, check_seq
 from mqlite.types import OutMessage
 
 
-class Sending(EngineCore):
+class Sending(Part):
     # -- send -----------------------------------------------------------------------------
 
     def send(

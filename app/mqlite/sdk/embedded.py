@@ -101,11 +101,11 @@ class EmbeddedClient(EmbeddedMethods):
                 raise
         self._scheduler: MaintenanceScheduler | None = None
         if background:
-            self._scheduler = MaintenanceScheduler(self._engine)
+            self._scheduler = MaintenanceScheduler(self._engine.maintenance)
             self._scheduler.start()
 
     def __repr__(self) -> str:
-        return f"EmbeddedClient({self._engine.store.location.path or ':memory:'!r})"
+        return f"EmbeddedClient({self._engine.location.path or ':memory:'!r})"
 
     def status(self) -> StatusResponse:
         """The same ``StatusResponse`` a broker answers: ``auth`` is False (in-process
@@ -162,14 +162,14 @@ class EmbeddedClient(EmbeddedMethods):
         return VacuumResult(full, pages, before, engine.checkpoint())
 
     def _file_path(self, what: str) -> str:
-        return require_file(self._engine.store.location, what)
+        return require_file(self._engine.location, what)
 
     # -- lifecycle ------------------------------------------------------------------------
 
     def close(self) -> None:
         """Stop the loops, wake long polls, finish queued work, checkpoint and close."""
         if self._scheduler is not None:
-            self._engine.notifier.close()
+            self._engine.release_polls()
             self._scheduler.stop()
             self._scheduler = None
         self._engine.close()
