@@ -1,0 +1,238 @@
+"""AdminService and AuthService handlers: the catalog, dead letters, status, observation,
+access keys, cron schedules (``handlers.py`` says what a handler may do).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+from typing import Any
+
+import msgspec
+
+from mqlite import errors
+from mqlite import wire as w
+from mqlite.engine import scopes
+from mqlite.engine.dlq import PACE_INTERVAL_MS, Walk, chunk_plan
+from mqlite.server.auth import in_scope
+from mqlite.server.context import Context, rpc
+from mqlite.server.queue_handlers import _watch_disconnect
+from mqlite.version import VERSION as __version__
+
+# -- AdminService -------------------------------------------------------------------------
+
+
+@rpc("AdminService/CreateQueue")
+async def create_queue(ctx: Context, req: w.CreateQueueRequest) -> Any:
+    ctx.log["queue"] = req.name
+    await ctx.call(ctx.engine.create_queue, req.name, req.queue_config)
+    return w.EmptyResponse()
+
+
+@rpc("AdminService/EnsureQueue")
+async def ensure_queue(ctx: Context, req: w.EnsureQueueRequest) -> Any:
+    ctx.log["queue"] = req.name
+    found = await ctx.call(ctx.engine.ensure_queue, req.name, req.queue_config, req.strict)
+    return w.EnsureQueueResponse.of(found)
+
+
+@rpc("AdminService/DeleteQueue")
+async def delete_queue(ctx: Context, req: w.DeleteQueueRequest) -> Any:
+    ctx.log["queue"] = req.name
+    await ctx.call(ctx.engine.delete_queue, req.name, req.generation)
+    return w.DeleteQueueResponse()
+
+
+@rpc("AdminService/Subscribe")
+async def subscribe(ctx: Context, req: w.SubscribeRequest) -> Any:
+    ctx.log.update(topic=req.topic, sub=req.name)
+    await ctx.call(ctx.engine.subscribe, req.topic, req.name, req.expr)
+    return w.EmptyResponse()
+
+
+@rpc("AdminService/Unsubscribe")
+async def unsubscribe(ctx: Context, req: w.UnsubscribeRequest) -> Any:
+    ctx.log.update(topic=req.topic, sub=req.name)
+    await ctx.call(ctx.engine.unsubscribe, req.topic, req.name)
+    return w.EmptyResponse()
+
+
+@rpc("AdminService/ListQueues")
+async def list_queues(ctx: Context, _: w.EmptyRequest) -> Any:
+    found = await ctx.call(ctx.engine.list_queues)
+    if ctx.scope:  # a scoped key sees only its own queues (auth.in_scope)
+        found = [q for q in found if in_scope(ctx.scope, q.name, ctx.engine.topic_of)]
+    return w.ListQueuesResponse.of(found)
+
+
+@rpc("AdminService/ListSubscriptions")
+async def list_subscriptions(ctx: Context, _: w.EmptyRequest) -> Any:
+    subs = await ctx.call(ctx.engine.list_subscriptions)
+    if ctx.scope:  # through the topic's name or the subscription's own
+        subs = [
+            s
+            for s in subs
+            if scopes.matches(ctx.scope, s.topic) or scopes.matches(ctx.scope, s.name)
+        ]
+    return w.ListSubscriptionsResponse.of(subs)
+
+
+@rpc("AdminService/TestFilter")
+async def test_filter(ctx: Context, req: w.TestFilterRequest) -> Any:
+    # Pure CPU, no storage: a worker thread, so neither the loop nor the writer waits on it.
+    result = await asyncio.to_thread(
+        ctx.engine.test_filter,
+        req.expr,
+        req.message,
+        req.enqueued_at_ms or None,
+        req.visible_at_ms or None,
+    )
+    return w.TestFilterResponse.of(result)
+
+
+@rpc("AdminService/Redrive")
+async def redrive(ctx: Context, req: w.RedriveRequest) -> Any:
+    """Walks the engine's chunk plan (``dlq.chunk_plan``), each chunk one transaction on
+    the writer (other work runs between them); a paced redrive waits here, on the event
+    loop, never holding the writer, and stops when its client goes away (nobody would
+    learn what it moved: 499)."""
+    ctx.log["queue"] = req.queue
+    target = req.target or None
+    for name, value in (
+        ("max", req.max),
+        ("older_than_ms", req.older_than_ms),
+        ("rate_per_sec", req.rate_per_sec),
+    ):
+        if value < 0:
+            raise errors.InvalidArgument(f"{name} must not be negative")
+    moved = 0
+    walk: Walk | None = None
+    gone = asyncio.Event()
+    watcher = asyncio.ensure_future(_watch_disconnect(ctx.receive, gone))
+    try:
+        for chunk, pause in chunk_plan(req.max, req.rate_per_sec):
+            n, walk = await ctx.call(
+                ctx.engine.redrive_chunk,
+                req.queue,
+                target,
+                chunk,
+                req.older_than_ms,
+                walk,
+                req.seq_numbers,
+            )
+            moved += n
+            ctx.log["n"] = moved
+            if n < chunk or ctx.runtime.draining:
+                break
+            if req.max > 0 and moved >= req.max:
+                break
+            if pause:
+                with contextlib.suppress(TimeoutError):
+                    await asyncio.wait_for(gone.wait(), PACE_INTERVAL_MS / 1000)
+            if gone.is_set():
+                raise errors.Canceled(f"the client went away; the redrive stopped after {moved}")
+    finally:
+        watcher.cancel()
+    return w.RedriveResponse(moved)
+
+
+@rpc("AdminService/Purge")
+async def purge(ctx: Context, req: w.PurgeRequest) -> Any:
+    """Chunk by chunk, like Redrive (unpaced): other work runs between them."""
+    ctx.log["queue"] = req.queue
+    for name, value in (("max", req.max), ("older_than_ms", req.older_than_ms)):
+        if value < 0:
+            raise errors.InvalidArgument(f"{name} must not be negative")
+    purged = 0
+    walk: Walk | None = None
+    for chunk, _ in chunk_plan(req.max, 0):
+        n, walk = await ctx.call(
+            ctx.engine.purge_chunk, req.queue, chunk, req.older_than_ms, walk, req.seq_numbers
+        )
+        purged += n
+        ctx.log["n"] = purged
+        if n < chunk or ctx.runtime.draining:
+            break
+    return w.PurgeResponse(purged)
+
+
+@rpc("AdminService/Status")
+async def status(ctx: Context, _: w.EmptyRequest) -> Any:
+    snapshot = await ctx.call(ctx.engine.status)
+    return w.StatusResponse(
+        version=__version__,
+        uptime_ms=max(ctx.engine.now_ms() - ctx.started_ms, 0),
+        auth=ctx.settings.auth,
+        **snapshot,
+    )
+
+
+@rpc("AdminService/Observe")
+async def observe(ctx: Context, _: w.EmptyRequest) -> Any:
+    # One conversion per round of concurrent callers (server/observations.py), in a
+    # thread: a zero-filled observation of many queues is too big to convert on the loop.
+    shared = await ctx.broker.observations.round()
+    response = await shared.converted(w.ObserveResponse.of)
+    return msgspec.structs.replace(response, access=ctx.access)
+
+
+# -- AuthService --------------------------------------------------------------------------
+
+
+@rpc("AuthService/CreateKey")
+async def create_key(ctx: Context, req: w.CreateKeyRequest) -> Any:
+    key, token = await ctx.call(
+        ctx.engine.create_key,
+        req.id,
+        req.name,
+        list(req.permissions),
+        req.expires_at_ms,
+        list(req.queues),
+        req.rate_limit_per_s,
+        req.burst,
+    )
+    return w.CreateKeyResponse.of(key, token)
+
+
+@rpc("AuthService/ListKeys")
+async def list_keys(ctx: Context, req: w.ListKeysRequest) -> Any:
+    keys, next_after = await ctx.call(
+        ctx.engine.list_keys, req.after_id, req.limit, req.sort or "id_asc"
+    )
+    return w.ListKeysResponse.of(keys, next_after)
+
+
+@rpc("AuthService/RevokeKey")
+async def revoke_key(ctx: Context, req: w.RevokeKeyRequest) -> Any:
+    await ctx.call(ctx.engine.revoke_key, req.id)
+    return w.SettleResponse()
+
+
+# -- AdminService: cron schedules (docs/cron.md) ------------------------------------------
+
+
+@rpc("AdminService/CreateSchedule")
+async def create_schedule(ctx: Context, req: w.CreateScheduleRequest) -> Any:
+    ctx.log.update(schedule=req.name, queue=req.queue)
+    schedule = await ctx.call(
+        ctx.engine.create_schedule,
+        req.name,
+        req.cron,
+        req.queue,
+        req.out_message(),
+        req.timezone,
+        req.catch_up,
+        req.paused,
+    )
+    return w.ScheduleResponse.of(schedule)
+
+
+@rpc("AdminService/DeleteSchedule")
+async def delete_schedule(ctx: Context, req: w.DeleteScheduleRequest) -> Any:
+    ctx.log["schedule"] = req.name
+    return w.DeleteScheduleResponse(await ctx.call(ctx.engine.delete_schedule, req.name))
+
+
+@rpc("AdminService/ListSchedules")
+async def list_schedules(ctx: Context, _: w.EmptyRequest) -> Any:
+    return w.ListSchedulesResponse.of(await ctx.call(ctx.engine.list_schedules))
