@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import sqlite3
 from collections.abc import Sequence
+from typing import TypedDict
 
 from mqlite import errors
 from mqlite.engine import dlq, peek
@@ -14,6 +15,21 @@ from mqlite.engine.part import Part
 from mqlite.engine.store import SCHEMA_VERSION
 from mqlite.engine.validate import check_int
 from mqlite.types import Message, Stats
+
+
+class StatusSnapshot(TypedDict):
+    """``status()``: what the Status answer holds of the engine (typed, so a transport
+    building its response from it is checked field by field)."""
+
+    backend: str
+    remote: bool
+    location: str
+    schema_version: str
+    ping_ms: int
+    db_size_bytes: int
+    queues: int
+    subscriptions: int
+
 
 STATUS_COUNTS_SQL = """
 SELECT (SELECT count(*) FROM queues WHERE kind = 'queue'), (SELECT count(*) FROM subscriptions)
@@ -167,7 +183,7 @@ class Admin(Part):
         return purged, walk.past(last)
 
     @serialized
-    def status(self) -> dict[str, object]:
+    def status(self) -> StatusSnapshot:
         """A desensitized runtime snapshot: never a DSN query string or a token."""
         started = self.clock.monotonic_ms()
         try:

@@ -111,13 +111,11 @@ class EmbeddedClient(EmbeddedMethods):
         """The same ``StatusResponse`` a broker answers: ``auth`` is False (in-process
         access is trusted) and ``uptime_ms`` counts from this client's opening."""
         snapshot = self._engine.status()
-        ping = snapshot.pop("ping_ms")
         return StatusResponse(
             version=__version__,
             uptime_ms=max(self._engine.now_ms() - self._started_ms, 0),
             auth=False,
-            ping_ms=round(ping) if isinstance(ping, int | float) else -1,
-            **snapshot,  # type: ignore[arg-type]
+            **snapshot,
         )
 
     def observe(self) -> ObserveResponse:

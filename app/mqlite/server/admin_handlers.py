@@ -6,7 +6,6 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-from typing import Any
 
 import msgspec
 
@@ -15,58 +14,51 @@ from mqlite import wire as w
 from mqlite.engine import scopes
 from mqlite.engine.dlq import PACE_INTERVAL_MS, Walk, chunk_plan
 from mqlite.server.auth import in_scope
-from mqlite.server.context import Context, rpc
+from mqlite.server.context import Context
 from mqlite.server.queue_handlers import _watch_disconnect
 from mqlite.version import VERSION as __version__
 
 # -- AdminService -------------------------------------------------------------------------
 
 
-@rpc("AdminService/CreateQueue")
-async def create_queue(ctx: Context, req: w.CreateQueueRequest) -> Any:
+async def create_queue(ctx: Context, req: w.CreateQueueRequest) -> w.EmptyResponse:
     ctx.log["queue"] = req.name
     await ctx.call(ctx.engine.create_queue, req.name, req.queue_config)
     return w.EmptyResponse()
 
 
-@rpc("AdminService/EnsureQueue")
-async def ensure_queue(ctx: Context, req: w.EnsureQueueRequest) -> Any:
+async def ensure_queue(ctx: Context, req: w.EnsureQueueRequest) -> w.EnsureQueueResponse:
     ctx.log["queue"] = req.name
     found = await ctx.call(ctx.engine.ensure_queue, req.name, req.queue_config, req.strict)
     return w.EnsureQueueResponse.of(found)
 
 
-@rpc("AdminService/DeleteQueue")
-async def delete_queue(ctx: Context, req: w.DeleteQueueRequest) -> Any:
+async def delete_queue(ctx: Context, req: w.DeleteQueueRequest) -> w.DeleteQueueResponse:
     ctx.log["queue"] = req.name
     await ctx.call(ctx.engine.delete_queue, req.name, req.generation)
     return w.DeleteQueueResponse()
 
 
-@rpc("AdminService/Subscribe")
-async def subscribe(ctx: Context, req: w.SubscribeRequest) -> Any:
+async def subscribe(ctx: Context, req: w.SubscribeRequest) -> w.EmptyResponse:
     ctx.log.update(topic=req.topic, sub=req.name)
     await ctx.call(ctx.engine.subscribe, req.topic, req.name, req.expr)
     return w.EmptyResponse()
 
 
-@rpc("AdminService/Unsubscribe")
-async def unsubscribe(ctx: Context, req: w.UnsubscribeRequest) -> Any:
+async def unsubscribe(ctx: Context, req: w.UnsubscribeRequest) -> w.EmptyResponse:
     ctx.log.update(topic=req.topic, sub=req.name)
     await ctx.call(ctx.engine.unsubscribe, req.topic, req.name)
     return w.EmptyResponse()
 
 
-@rpc("AdminService/ListQueues")
-async def list_queues(ctx: Context, _: w.EmptyRequest) -> Any:
+async def list_queues(ctx: Context, _: w.EmptyRequest) -> w.ListQueuesResponse:
     found = await ctx.call(ctx.engine.list_queues)
     if ctx.scope:  # a scoped key sees only its own queues (auth.in_scope)
         found = [q for q in found if in_scope(ctx.scope, q.name, ctx.engine.topic_of)]
     return w.ListQueuesResponse.of(found)
 
 
-@rpc("AdminService/ListSubscriptions")
-async def list_subscriptions(ctx: Context, _: w.EmptyRequest) -> Any:
+async def list_subscriptions(ctx: Context, _: w.EmptyRequest) -> w.ListSubscriptionsResponse:
     subs = await ctx.call(ctx.engine.list_subscriptions)
     if ctx.scope:  # through the topic's name or the subscription's own
         subs = [
@@ -77,8 +69,7 @@ async def list_subscriptions(ctx: Context, _: w.EmptyRequest) -> Any:
     return w.ListSubscriptionsResponse.of(subs)
 
 
-@rpc("AdminService/TestFilter")
-async def test_filter(ctx: Context, req: w.TestFilterRequest) -> Any:
+async def test_filter(ctx: Context, req: w.TestFilterRequest) -> w.TestFilterResponse:
     # Pure CPU, no storage: a worker thread, so neither the loop nor the writer waits on it.
     result = await asyncio.to_thread(
         ctx.engine.test_filter,
@@ -90,8 +81,7 @@ async def test_filter(ctx: Context, req: w.TestFilterRequest) -> Any:
     return w.TestFilterResponse.of(result)
 
 
-@rpc("AdminService/Redrive")
-async def redrive(ctx: Context, req: w.RedriveRequest) -> Any:
+async def redrive(ctx: Context, req: w.RedriveRequest) -> w.RedriveResponse:
     """Walks the engine's chunk plan (``dlq.chunk_plan``), each chunk one transaction on
     the writer (other work runs between them); a paced redrive waits here, on the event
     loop, never holding the writer, and stops when its client goes away (nobody would
@@ -136,8 +126,7 @@ async def redrive(ctx: Context, req: w.RedriveRequest) -> Any:
     return w.RedriveResponse(moved)
 
 
-@rpc("AdminService/Purge")
-async def purge(ctx: Context, req: w.PurgeRequest) -> Any:
+async def purge(ctx: Context, req: w.PurgeRequest) -> w.PurgeResponse:
     """Chunk by chunk, like Redrive (unpaced): other work runs between them."""
     ctx.log["queue"] = req.queue
     for name, value in (("max", req.max), ("older_than_ms", req.older_than_ms)):
@@ -156,8 +145,7 @@ async def purge(ctx: Context, req: w.PurgeRequest) -> Any:
     return w.PurgeResponse(purged)
 
 
-@rpc("AdminService/Status")
-async def status(ctx: Context, _: w.EmptyRequest) -> Any:
+async def status(ctx: Context, _: w.EmptyRequest) -> w.StatusResponse:
     snapshot = await ctx.call(ctx.engine.status)
     return w.StatusResponse(
         version=__version__,
@@ -167,20 +155,18 @@ async def status(ctx: Context, _: w.EmptyRequest) -> Any:
     )
 
 
-@rpc("AdminService/Observe")
-async def observe(ctx: Context, _: w.EmptyRequest) -> Any:
+async def observe(ctx: Context, _: w.EmptyRequest) -> w.ObserveResponse:
     # One conversion per round of concurrent callers (server/observations.py), in a
     # thread: a zero-filled observation of many queues is too big to convert on the loop.
     shared = await ctx.broker.observations.round()
-    response = await shared.converted(w.ObserveResponse.of)
+    response: w.ObserveResponse = await shared.converted(w.ObserveResponse.of)
     return msgspec.structs.replace(response, access=ctx.access)
 
 
 # -- AuthService --------------------------------------------------------------------------
 
 
-@rpc("AuthService/CreateKey")
-async def create_key(ctx: Context, req: w.CreateKeyRequest) -> Any:
+async def create_key(ctx: Context, req: w.CreateKeyRequest) -> w.CreateKeyResponse:
     key, token = await ctx.call(
         ctx.engine.create_key,
         req.id,
@@ -194,16 +180,14 @@ async def create_key(ctx: Context, req: w.CreateKeyRequest) -> Any:
     return w.CreateKeyResponse.of(key, token)
 
 
-@rpc("AuthService/ListKeys")
-async def list_keys(ctx: Context, req: w.ListKeysRequest) -> Any:
+async def list_keys(ctx: Context, req: w.ListKeysRequest) -> w.ListKeysResponse:
     keys, next_after = await ctx.call(
         ctx.engine.list_keys, req.after_id, req.limit, req.sort or "id_asc"
     )
     return w.ListKeysResponse.of(keys, next_after)
 
 
-@rpc("AuthService/RevokeKey")
-async def revoke_key(ctx: Context, req: w.RevokeKeyRequest) -> Any:
+async def revoke_key(ctx: Context, req: w.RevokeKeyRequest) -> w.SettleResponse:
     await ctx.call(ctx.engine.revoke_key, req.id)
     return w.SettleResponse()
 
@@ -211,8 +195,7 @@ async def revoke_key(ctx: Context, req: w.RevokeKeyRequest) -> Any:
 # -- AdminService: cron schedules (docs/cron.md) ------------------------------------------
 
 
-@rpc("AdminService/CreateSchedule")
-async def create_schedule(ctx: Context, req: w.CreateScheduleRequest) -> Any:
+async def create_schedule(ctx: Context, req: w.CreateScheduleRequest) -> w.ScheduleResponse:
     ctx.log.update(schedule=req.name, queue=req.queue)
     schedule = await ctx.call(
         ctx.engine.create_schedule,
@@ -227,12 +210,10 @@ async def create_schedule(ctx: Context, req: w.CreateScheduleRequest) -> Any:
     return w.ScheduleResponse.of(schedule)
 
 
-@rpc("AdminService/DeleteSchedule")
-async def delete_schedule(ctx: Context, req: w.DeleteScheduleRequest) -> Any:
+async def delete_schedule(ctx: Context, req: w.DeleteScheduleRequest) -> w.DeleteScheduleResponse:
     ctx.log["schedule"] = req.name
     return w.DeleteScheduleResponse(await ctx.call(ctx.engine.delete_schedule, req.name))
 
 
-@rpc("AdminService/ListSchedules")
-async def list_schedules(ctx: Context, _: w.EmptyRequest) -> Any:
+async def list_schedules(ctx: Context, _: w.EmptyRequest) -> w.ListSchedulesResponse:
     return w.ListSchedulesResponse.of(await ctx.call(ctx.engine.list_schedules))

@@ -1,16 +1,24 @@
-"""What every RPC handler is given: the ``Context`` of one request, and the handler table."""
+"""What every RPC handler is given (the ``Context`` of one request) and what it is: a
+``Handler[Req, Resp]``, bound to its ``Route[Req, Resp]`` in ``handlers.py``."""
 
 from __future__ import annotations
 
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, Generic, ParamSpec, TypeVar
 
+import msgspec
 from starlette.types import Receive
 
+from mqlite import wire as w
 from mqlite.config import Settings
-from mqlite.engine import Engine
+from mqlite.server.broker import Broker
 from mqlite.server.runtime import Runtime
+
+P = ParamSpec("P")
+T = TypeVar("T")
+Req = TypeVar("Req", bound=msgspec.Struct)
+Resp = TypeVar("Resp", bound=msgspec.Struct)
 
 
 @dataclass(slots=True)
@@ -26,21 +34,26 @@ class Context:
     share: Any = None  # the caller's shares.Share (None: no share, an admin token)
 
     @property
-    def engine(self) -> Engine:
+    def engine(self) -> Broker:
+        """The engine as the server sees it (``broker.py``): verbs, never its plumbing."""
         return self.runtime.engine
 
-    async def call(self, fn: Callable[..., Any], *args: Any, **kwargs: Any) -> Any:
+    async def call(self, fn: Callable[P, T], /, *args: P.args, **kwargs: P.kwargs) -> T:
+        """``fn(*args, **kwargs)`` on the writer thread; typed as ``fn`` is."""
         return await self.runtime.call(fn, *args, **kwargs)
 
 
-Handler = Callable[[Context, Any], Awaitable[Any]]
-HANDLERS: dict[str, Handler] = {}
+Handler = Callable[[Context, Req], Awaitable[Resp]]
 
 
-def rpc(*names: str) -> Callable[[Handler], Handler]:
-    def register(fn: Handler) -> Handler:
-        for name in names:
-            HANDLERS[name] = fn
-        return fn
+@dataclass(frozen=True, slots=True)
+class Binding(Generic[Req, Resp]):
+    """One route and its handler; ``bind`` checks they agree on the request and response
+    Structs (mypy), so a handler cannot answer with another route's response."""
 
-    return register
+    route: w.Route[Req, Resp]
+    handler: Handler[Req, Resp]
+
+
+def bind(route: w.Route[Req, Resp], handler: Handler[Req, Resp]) -> Binding[Req, Resp]:
+    return Binding(route, handler)

@@ -5,20 +5,20 @@ handler may do).
 from __future__ import annotations
 
 import asyncio
-from typing import Any
+from collections.abc import Callable
 
 from starlette.types import Receive
 
 from mqlite import errors
 from mqlite import wire as w
-from mqlite.server.context import Context, Handler, rpc
+from mqlite.server.broker import Broker
+from mqlite.server.context import Context, Handler
 from mqlite.types import ReceiveMode
 
 # -- QueueService -------------------------------------------------------------------------
 
 
-@rpc("QueueService/Send", "QueueService/Schedule")
-async def send(ctx: Context, req: w.SendRequest) -> Any:
+async def send(ctx: Context, req: w.SendRequest) -> w.SendResponse:
     ctx.log.update(queue=req.queue, n=len(req.messages))
     if req.scheduled_enqueue_time_ms < 0:
         raise errors.InvalidArgument("scheduled_enqueue_time_ms must not be negative")
@@ -38,8 +38,7 @@ async def send(ctx: Context, req: w.SendRequest) -> Any:
     return w.SendResponse(tuple(seqs))
 
 
-@rpc("QueueService/Receive")
-async def receive(ctx: Context, req: w.ReceiveRequest) -> Any:
+async def receive(ctx: Context, req: w.ReceiveRequest) -> w.ReceiveResponse:
     ctx.log["queue"] = req.queue
     if req.receive_mode not in (0, 1):
         raise errors.InvalidArgument("receive_mode must be 0 (peek-lock) or 1 (receive-and-delete)")
@@ -77,23 +76,26 @@ async def _watch_disconnect(receive: Receive, disconnected: asyncio.Event) -> No
             return
 
 
-def _plain_settle(verb: str) -> Handler:
+PlainSettle = Callable[[Broker], Callable[[str, int, str], object]]
+
+
+def _plain_settle(verb: PlainSettle) -> Handler[w.SettleRequest, w.SettleResponse]:
     """Complete, Defer and Renew take exactly (queue, seq_number, lock_token)."""
 
-    async def handler(ctx: Context, req: w.SettleRequest) -> Any:
+    async def handler(ctx: Context, req: w.SettleRequest) -> w.SettleResponse:
         ctx.log.update(queue=req.queue, seq=req.seq_number)
-        await ctx.call(getattr(ctx.engine, verb), req.queue, req.seq_number, req.lock_token)
+        await ctx.call(verb(ctx.engine), req.queue, req.seq_number, req.lock_token)
         return w.SettleResponse()
 
     return handler
 
 
-for _verb in ("Complete", "Defer", "Renew"):
-    rpc(f"QueueService/{_verb}")(_plain_settle(_verb.lower()))
+complete = _plain_settle(lambda engine: engine.complete)
+defer = _plain_settle(lambda engine: engine.defer)
+renew = _plain_settle(lambda engine: engine.renew)
 
 
-@rpc("QueueService/Abandon")
-async def abandon(ctx: Context, req: w.SettleRequest) -> Any:
+async def abandon(ctx: Context, req: w.SettleRequest) -> w.SettleResponse:
     ctx.log.update(queue=req.queue, seq=req.seq_number)
     await ctx.call(
         ctx.engine.abandon, req.queue, req.seq_number, req.lock_token, req.delay_ms, req.error
@@ -101,8 +103,7 @@ async def abandon(ctx: Context, req: w.SettleRequest) -> Any:
     return w.SettleResponse()
 
 
-@rpc("QueueService/Reject")
-async def reject(ctx: Context, req: w.SettleRequest) -> Any:
+async def reject(ctx: Context, req: w.SettleRequest) -> w.SettleResponse:
     ctx.log.update(queue=req.queue, seq=req.seq_number)
     await ctx.call(
         ctx.engine.reject,
@@ -115,43 +116,37 @@ async def reject(ctx: Context, req: w.SettleRequest) -> Any:
     return w.SettleResponse()
 
 
-@rpc("QueueService/CompleteBatch")
-async def complete_batch(ctx: Context, req: w.CompleteBatchRequest) -> Any:
+async def complete_batch(ctx: Context, req: w.CompleteBatchRequest) -> w.CompleteBatchResponse:
     ctx.log.update(queue=req.queue, n=len(req.messages))
     pairs = [(m.seq_number, m.lock_token) for m in req.messages]
     return w.CompleteBatchResponse.of(await ctx.call(ctx.engine.complete_batch, req.queue, pairs))
 
 
-@rpc("QueueService/RenewBatch")
-async def renew_batch(ctx: Context, req: w.RenewBatchRequest) -> Any:
+async def renew_batch(ctx: Context, req: w.RenewBatchRequest) -> w.RenewBatchResponse:
     ctx.log.update(queue=req.queue, n=len(req.messages))
     pairs = [(m.seq_number, m.lock_token) for m in req.messages]
     return w.RenewBatchResponse.of(await ctx.call(ctx.engine.renew_batch, req.queue, pairs))
 
 
-@rpc("QueueService/ReceiveDeferred")
-async def receive_deferred(ctx: Context, req: w.ReceiveDeferredRequest) -> Any:
+async def receive_deferred(ctx: Context, req: w.ReceiveDeferredRequest) -> w.ReceiveResponse:
     ctx.log.update(queue=req.queue, n=len(req.seq_numbers))
     msgs = await ctx.call(ctx.engine.receive_deferred, req.queue, list(req.seq_numbers))
     return w.ReceiveResponse.of(msgs)
 
 
-@rpc("QueueService/Cancel")
-async def cancel(ctx: Context, req: w.CancelRequest) -> Any:
+async def cancel(ctx: Context, req: w.CancelRequest) -> w.SettleResponse:
     ctx.log.update(queue=req.queue, seq=req.seq_number)
     await ctx.call(ctx.engine.cancel, req.queue, req.seq_number)
     return w.SettleResponse()
 
 
-@rpc("QueueService/Peek")
-async def peek(ctx: Context, req: w.PeekRequest) -> Any:
+async def peek(ctx: Context, req: w.PeekRequest) -> w.PeekResponse:
     ctx.log["queue"] = req.queue
     msgs = await ctx.call(ctx.engine.peek, req.queue, req.state or None, req.from_seq, req.max)
     ctx.log["n"] = len(msgs)
     return w.PeekResponse.of(msgs)
 
 
-@rpc("QueueService/Stats")
-async def stats(ctx: Context, req: w.MetricsRequest) -> Any:
+async def stats(ctx: Context, req: w.MetricsRequest) -> w.MetricsResponse:
     ctx.log["queue"] = req.queue
     return w.MetricsResponse.of(await ctx.call(ctx.engine.stats, req.queue))
