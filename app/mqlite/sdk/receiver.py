@@ -57,6 +57,7 @@ from mqlite.sdk.consumer import (
 )
 from mqlite.sdk.handling import MessageHandling
 from mqlite.sdk.inbox import SlowTxWarning, require_tx_client
+from mqlite.sdk.lease_renewal import LeaseRenewal
 from mqlite.types import Message, ReceiveMode
 
 __all__ = [
@@ -69,7 +70,7 @@ __all__ = [
 ]
 
 
-class Receiver(MessageHandling):
+class Receiver:
     """A managed consume loop over ``client`` for ``queue``.
 
     ``handler(message)`` runs on a pool of ``concurrency`` threads:
@@ -153,7 +154,6 @@ class Receiver(MessageHandling):
         self._max_messages = max_messages
         self._wait_ms = wait_ms
         self._backoff = backoff
-        self._queue_retries: bool | None = None
         self._on_error = on_error
         self._retry = retry_backoff if retry_backoff is not None else Backoff(100, 5000)
         self._clock: Clock = clock if clock is not None else client_clock(client)
@@ -177,6 +177,10 @@ class Receiver(MessageHandling):
         self._internal: set[threading.Thread] = set()
         self._launched = threading.Event()
         self._stopped = threading.Event()
+        # Its parts (each the state above it uses, by the same names): the worker threads'
+        # and the renewer thread's.
+        self._handling = MessageHandling(self)
+        self._renewal = LeaseRenewal(self)
 
     # -- public surface -------------------------------------------------------------------
 
@@ -212,12 +216,14 @@ class Receiver(MessageHandling):
             self._poll_alive = True
             name = f"mqlite-receiver[{self._queue}]"
             threads = [
-                threading.Thread(target=self._worker_loop, name=f"{name}-worker-{i}", daemon=True)
+                threading.Thread(
+                    target=self._handling._worker_loop, name=f"{name}-worker-{i}", daemon=True
+                )
                 for i in range(self._concurrency)
             ]
             if self._auto_renew:
                 self._renewer = threading.Thread(
-                    target=self._renew_loop, name=f"{name}-renew", daemon=True
+                    target=self._renewal._renew_loop, name=f"{name}-renew", daemon=True
                 )
                 threads.append(self._renewer)
             # The poll thread last: it is what produces work (and fatal errors).
@@ -346,7 +352,7 @@ class Receiver(MessageHandling):
                 failures = 0
                 leftovers = self._dispatch(got, n)
                 if leftovers:
-                    self._abandon_all(
+                    self._handling._abandon_all(
                         leftovers, "abandoned_on_stop" if self._stopping else "abandoned"
                     )
                 if not got:
@@ -447,7 +453,7 @@ class Receiver(MessageHandling):
                     len(stragglers),
                     self._queue,
                 )
-                self._abandon_all(stragglers, "abandoned_on_stop")
+                self._handling._abandon_all(stragglers, "abandoned_on_stop")
             with self._cond:
                 # Settlements already under way finish (they are short); a long poll still
                 # parked is left to abandon whatever it brings back.
