@@ -9,7 +9,8 @@ from collections.abc import Sequence
 from typing import TypedDict
 
 from mqlite import errors
-from mqlite.engine import dlq, peek
+from mqlite.engine import audit, dlq, peek
+from mqlite.engine.audit import Actor
 from mqlite.engine.core import serialized
 from mqlite.engine.part import Part
 from mqlite.engine.store import SCHEMA_VERSION
@@ -112,10 +113,12 @@ class Admin(Part):
         older_than_ms: int,
         walk: dlq.Walk | None = None,
         seq_numbers: Sequence[int] = (),
+        *,
+        actor: Actor | None = None,
     ) -> tuple[int, dlq.Walk]:
         """One transaction of a redrive: at most ``chunk`` dead letters (0 = all), the
         next of ``walk`` (None: the first, which fixes the walk); the moved count and the
-        walk after it."""
+        walk after it. A chunk that moved any is audited with its count and target."""
         q = self._queue(queue)
         dest = self._queue(target).name if target else q.name
         with self._write() as (conn, now):
@@ -130,6 +133,8 @@ class Admin(Part):
                 walk=walk,
                 seq_numbers=seq_numbers,
             )
+            if n:
+                audit.record(conn, now, actor, "Redrive", q.name, count=n, target=dest)
             self._wake_after_commit({dest: n} if n else {})
             self._count((q.name, "redriven", n))  # counted on the DLQ they left
         return n, walk.past(last)
@@ -163,8 +168,10 @@ class Admin(Part):
         older_than_ms: int,
         walk: dlq.Walk | None = None,
         seq_numbers: Sequence[int] = (),
+        *,
+        actor: Actor | None = None,
     ) -> tuple[int, dlq.Walk]:
-        """One transaction of a purge (as ``redrive_chunk``)."""
+        """One transaction of a purge (as ``redrive_chunk``), audited with its count."""
         q = self._queue(queue)
         check_int("max", chunk, minimum=0)
         check_int("older_than_ms", older_than_ms, minimum=0)
@@ -179,6 +186,8 @@ class Admin(Part):
                 walk=walk,
                 seq_numbers=seq_numbers,
             )
+            if purged:
+                audit.record(conn, now, actor, "Purge", q.name, count=purged)
             self._count((q.name, "purged", purged))
         return purged, walk.past(last)
 

@@ -66,6 +66,11 @@ def outside_transaction(method: F) -> F:
 class EngineCore:
     """State shared by every verb; opening runs crash recovery before anything else."""
 
+    # The audit trail's retention bounds (0 = none; audit_ops.py reads them), set from
+    # MQLITE_AUDIT_RETENTION / MQLITE_AUDIT_MAX_ROWS by the server.
+    audit_max_age_ms: int = defaults.AUDIT_MAX_AGE_MS
+    audit_max_rows: int = defaults.AUDIT_MAX_ROWS
+
     def __init__(
         self,
         dsn: str,

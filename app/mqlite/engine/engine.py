@@ -3,7 +3,7 @@
 The parts (``part.py``) each hold the verbs of one responsibility over the shared core:
 ``queues`` (the catalog: queues and topics), ``messaging`` (send, claim, settle, the
 outbox), ``admin`` (browse, dead letters, status), ``maintenance`` (reaper, TTL,
-janitors, reclaim, the lease), ``access_keys``, ``observer`` and ``schedules`` (cron).
+janitors, reclaim, the lease), ``access_keys``, ``observer``, ``schedules`` (cron) and ``audit``.
 A transport is handed the parts it uses; the facade only names each verb once, as the
 part's own bound method (``_Verb``), for the embedded client and the tests, which use
 the engine as one object.
@@ -15,6 +15,7 @@ from collections.abc import Callable
 from typing import Any, Concatenate, Generic, ParamSpec, Self, TypeVar, overload
 
 from mqlite.engine.admin import Admin
+from mqlite.engine.audit_ops import Audit
 from mqlite.engine.core import EngineCore
 from mqlite.engine.keys import AccessKeys
 from mqlite.engine.maintenance_ops import Maintenance
@@ -58,13 +59,15 @@ class Engine(EngineCore):
     maintenance: Maintenance
     access_keys: AccessKeys
     observer: Observer
+    audit: Audit
 
     def _compose(self) -> None:
         self.queues = Queues(self)
         self.messaging = Messaging(self)
         self.admin = Admin(self)
         self.schedules = Schedules(self, self.messaging)
-        self.maintenance = Maintenance(self, self.schedules)
+        self.audit = Audit(self)
+        self.maintenance = Maintenance(self, self.schedules, self.audit)
         self.access_keys = AccessKeys(self)
         self.observer = Observer(self)
         for name, verb in vars(Engine).items():
@@ -136,3 +139,7 @@ class Engine(EngineCore):
     list_schedules = _Verb("schedules", Schedules.list_schedules)
     delete_schedule = _Verb("schedules", Schedules.delete_schedule)
     fire_schedules = _Verb("schedules", Schedules.fire_schedules)
+
+    # -- the audit trail (audit_ops.py) ---------------------------------------------------
+    list_audit = _Verb("audit", Audit.list_audit)
+    prune_audit = _Verb("audit", Audit.prune_audit)

@@ -16,6 +16,7 @@ from dataclasses import dataclass
 from typing import Any, TypeVar
 
 from mqlite.engine import killpoints, maintenance
+from mqlite.engine.audit_ops import Audit
 from mqlite.engine.core import EngineCore, outside_transaction, serialized
 from mqlite.engine.diagnostics import INTERRUPTIONS
 from mqlite.engine.part import Part
@@ -40,15 +41,17 @@ class MaintenanceReport:
     dlq_dropped: int = 0
     pages_reclaimed: int = 0
     schedules_fired: int = 0  # cron slots sent (engine/schedules.py)
+    audit_pruned: int = 0  # audit rows past retention (engine/audit_ops.py)
 
 
 class Maintenance(Part):
     """The passes the maintenance scheduler runs (``mqlite.scheduling`` is handed this
     part and nothing else of the engine), the cron firing pass through ``schedules``."""
 
-    def __init__(self, core: EngineCore, schedules: Schedules) -> None:
+    def __init__(self, core: EngineCore, schedules: Schedules, audit: Audit) -> None:
         super().__init__(core)
         self.schedules = schedules
+        self.audit = audit
 
     # -- maintenance ----------------------------------------------------------------------
     # Each pass runs as a task of maintenance_runs.py (outcomes, durations, failed steps);
@@ -89,9 +92,10 @@ class Maintenance(Part):
     def expire_ttl(self) -> int:
         return self._task("ttl", ("expire", self._tx(self._expire)))[0]  # type: ignore[no-any-return]
 
-    def run_janitors(self) -> tuple[int, int, int, int]:
-        """Dedup, receipt and attempt pruning plus DLQ retention (the 60 s cadence): three
-        tasks, each run even if an earlier one failed (the first failure is re-raised)."""
+    def run_janitors(self) -> tuple[int, int, int, int, int]:
+        """Dedup, receipt and attempt pruning plus DLQ and audit retention (the 60 s
+        cadence): three tasks, each run even if an earlier one failed (the first failure
+        is re-raised)."""
         results: list[int] = []
         first: Exception | None = None
         for task, steps in (
@@ -103,7 +107,14 @@ class Maintenance(Part):
                     ("receive_attempts", self._tx(maintenance.prune_attempts)),
                 ),
             ),
-            ("retention", (("dlq_retention", self._tx(self._retention)),)),
+            (
+                "retention",
+                (
+                    ("dlq_retention", self._tx(self._retention)),
+                    # The audit trail's (audit_ops.py): its own bounded chunks.
+                    ("audit_retention", self.audit.prune_audit),
+                ),
+            ),
         ):
             try:
                 results += self._task(task, *steps)
@@ -114,7 +125,7 @@ class Maintenance(Part):
                 results += [0] * len(steps)
         if first is not None:
             raise first
-        return results[0], results[1], results[2], results[3]
+        return results[0], results[1], results[2], results[3], results[4]
 
     def _reap(self, conn: sqlite3.Connection, now: int) -> Counter[str]:
         released, dead = maintenance.reap_locks_by_queue(conn, now, self.catalog.retry_policies())
@@ -201,7 +212,7 @@ class Maintenance(Part):
         reaped = self.reap_locks()
         activated = self.activate_scheduled()
         expired = self.expire_ttl()
-        dedup_n, receipts_n, attempts_n, dropped = self.run_janitors()
+        dedup_n, receipts_n, attempts_n, dropped, audit_n = self.run_janitors()
         pages = self.reclaim_pass()
         fired = self.fire_schedules()
         return MaintenanceReport(
@@ -214,6 +225,7 @@ class Maintenance(Part):
             dropped,
             pages,
             fired,
+            audit_n,
         )
 
     def fire_schedules(self) -> int:

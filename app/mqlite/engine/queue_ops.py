@@ -9,7 +9,8 @@ catalog.py).
 from __future__ import annotations
 
 from mqlite import errors
-from mqlite.engine import queues, send, topics
+from mqlite.engine import audit, queues, send, topics
+from mqlite.engine.audit import Actor
 from mqlite.engine.core import serialized
 from mqlite.engine.part import Part
 from mqlite.engine.validate import check_int
@@ -29,19 +30,30 @@ class Queues(Part):
     # -- queues ---------------------------------------------------------------------------
 
     @serialized
-    def create_queue(self, name: str, config: QueueConfig | None = None) -> QueueInfo:
-        """Create, or reconfigure (same kind only), a queue. Overwrites every config field."""
+    def create_queue(
+        self, name: str, config: QueueConfig | None = None, *, actor: Actor | None = None
+    ) -> QueueInfo:
+        """Create, or reconfigure (same kind only), a queue. Overwrites every config field.
+        Audited with the config diff against the previous config (``audit.py``)."""
         name = queues.validate_name(name)
         cfg = queues.normalize_config(config if config is not None else QueueConfig())
         self.catalog.check_queue_creation(name, cfg.kind)
+        before = self.catalog.find(name)
         with self.store.transaction() as conn:
-            info = queues.upsert_queue(conn, self.clock.now_ms(), name, cfg)
+            now = self.clock.now_ms()
+            info = queues.upsert_queue(conn, now, name, cfg)
+            audit.queue_upserted(conn, now, actor, before, info, queues.CONFIG_FIELDS)
             self.catalog.put(info)
         return info
 
     @serialized
     def ensure_queue(
-        self, name: str, config: QueueConfig | None = None, strict: bool = False
+        self,
+        name: str,
+        config: QueueConfig | None = None,
+        strict: bool = False,
+        *,
+        actor: Actor | None = None,
     ) -> QueueEnsured:
         """Create a queue if the name is free; an existing one is left as it is and its
         differences from ``config`` reported (``strict``: refused with
@@ -52,7 +64,10 @@ class Queues(Part):
         cfg = queues.normalize_config(config if config is not None else QueueConfig())
         self.catalog.check_queue_creation(name, cfg.kind)
         with self.store.transaction() as conn:
-            info, created = queues.insert_queue_if_absent(conn, self.clock.now_ms(), name, cfg)
+            now = self.clock.now_ms()
+            info, created = queues.insert_queue_if_absent(conn, now, name, cfg)
+            if created:  # an existing queue is left as it is: nothing changed, no row
+                audit.record(conn, now, actor, "EnsureQueue", name, created=True)
             differs = () if created else queues.config_differences(cfg, info.config)
             if strict and differs:
                 raise errors.QueueConfigDiffers(
@@ -72,13 +87,16 @@ class Queues(Part):
         return self._queue(name)
 
     @serialized
-    def delete_queue(self, name: str, generation: str | None = None) -> None:
+    def delete_queue(
+        self, name: str, generation: str | None = None, *, actor: Actor | None = None
+    ) -> None:
         """Delete an empty plain queue; ``generation`` fences against a replacement."""
         name = queues.validate_name(name)
         if generation is not None and (not isinstance(generation, str) or not generation):
             raise errors.InvalidArgument("generation must be a non-empty string")
         with self.store.transaction() as conn:
             queues.delete_queue(conn, name, generation)
+            audit.record(conn, self.clock.now_ms(), actor, "DeleteQueue", name)
             self.catalog.drop(name)
             self._wake_all_after_commit({name})  # parked long polls wake, find it gone
             self.effects.forget_after_commit(self.store, name)  # its series go with it
@@ -99,7 +117,9 @@ class Queues(Part):
     # -- topics ---------------------------------------------------------------------------
 
     @serialized
-    def subscribe(self, topic: str, name: str, expr: str | None = "") -> QueueInfo:
+    def subscribe(
+        self, topic: str, name: str, expr: str | None = "", *, actor: Actor | None = None
+    ) -> QueueInfo:
         """Create subscription ``name`` on ``topic`` with its backing queue, in one call.
 
         Re-subscribing the same (topic, name) replaces the filter and leaves the backing
@@ -113,6 +133,7 @@ class Queues(Part):
         compiled = compile_filter(expr) if expr else None
         with self._write() as (conn, now):
             info = topics.subscribe(conn, now, topic, name, expr, self.catalog.find(name))
+            audit.record(conn, now, actor, "Subscribe", topic, subscription=name, filter=expr or "")
             self.catalog.put(info)
             self.catalog.put_route(
                 topic, topics.make_route(topic, info, compiled, self.filter_failures)
@@ -120,12 +141,13 @@ class Queues(Part):
         return info
 
     @serialized
-    def unsubscribe(self, topic: str, name: str) -> None:
+    def unsubscribe(self, topic: str, name: str, *, actor: Actor | None = None) -> None:
         """Remove a subscription and its (empty) backing queue; the topic goes with its last."""
         topic = queues.validate_name(topic, "topic")
         name = queues.validate_name(name, "subscription name")
-        with self.store.transaction() as conn:
+        with self._write() as (conn, now):
             topics.unsubscribe(conn, topic, name)
+            audit.record(conn, now, actor, "Unsubscribe", topic, subscription=name)
             self.catalog.drop_route(topic, name)
             self._wake_all_after_commit({name})
             self.effects.forget_after_commit(self.store, name)  # the backing queue's

@@ -23,31 +23,33 @@ from mqlite.version import VERSION as __version__
 
 async def create_queue(ctx: Context, req: w.CreateQueueRequest) -> w.EmptyResponse:
     ctx.log["queue"] = req.name
-    await ctx.call(ctx.engine.create_queue, req.name, req.queue_config)
+    await ctx.call(ctx.engine.create_queue, req.name, req.queue_config, actor=ctx.actor)
     return w.EmptyResponse()
 
 
 async def ensure_queue(ctx: Context, req: w.EnsureQueueRequest) -> w.EnsureQueueResponse:
     ctx.log["queue"] = req.name
-    found = await ctx.call(ctx.engine.ensure_queue, req.name, req.queue_config, req.strict)
+    found = await ctx.call(
+        ctx.engine.ensure_queue, req.name, req.queue_config, req.strict, actor=ctx.actor
+    )
     return w.EnsureQueueResponse.of(found)
 
 
 async def delete_queue(ctx: Context, req: w.DeleteQueueRequest) -> w.DeleteQueueResponse:
     ctx.log["queue"] = req.name
-    await ctx.call(ctx.engine.delete_queue, req.name, req.generation)
+    await ctx.call(ctx.engine.delete_queue, req.name, req.generation, actor=ctx.actor)
     return w.DeleteQueueResponse()
 
 
 async def subscribe(ctx: Context, req: w.SubscribeRequest) -> w.EmptyResponse:
     ctx.log.update(topic=req.topic, sub=req.name)
-    await ctx.call(ctx.engine.subscribe, req.topic, req.name, req.expr)
+    await ctx.call(ctx.engine.subscribe, req.topic, req.name, req.expr, actor=ctx.actor)
     return w.EmptyResponse()
 
 
 async def unsubscribe(ctx: Context, req: w.UnsubscribeRequest) -> w.EmptyResponse:
     ctx.log.update(topic=req.topic, sub=req.name)
-    await ctx.call(ctx.engine.unsubscribe, req.topic, req.name)
+    await ctx.call(ctx.engine.unsubscribe, req.topic, req.name, actor=ctx.actor)
     return w.EmptyResponse()
 
 
@@ -109,6 +111,7 @@ async def redrive(ctx: Context, req: w.RedriveRequest) -> w.RedriveResponse:
                 req.older_than_ms,
                 walk,
                 req.seq_numbers,
+                actor=ctx.actor,
             )
             moved += n
             ctx.log["n"] = moved
@@ -136,7 +139,13 @@ async def purge(ctx: Context, req: w.PurgeRequest) -> w.PurgeResponse:
     walk: Walk | None = None
     for chunk, _ in chunk_plan(req.max, 0):
         n, walk = await ctx.call(
-            ctx.engine.purge_chunk, req.queue, chunk, req.older_than_ms, walk, req.seq_numbers
+            ctx.engine.purge_chunk,
+            req.queue,
+            chunk,
+            req.older_than_ms,
+            walk,
+            req.seq_numbers,
+            actor=ctx.actor,
         )
         purged += n
         ctx.log["n"] = purged
@@ -176,6 +185,7 @@ async def create_key(ctx: Context, req: w.CreateKeyRequest) -> w.CreateKeyRespon
         list(req.queues),
         req.rate_limit_per_s,
         req.burst,
+        actor=ctx.actor,
     )
     return w.CreateKeyResponse.of(key, token)
 
@@ -188,7 +198,7 @@ async def list_keys(ctx: Context, req: w.ListKeysRequest) -> w.ListKeysResponse:
 
 
 async def revoke_key(ctx: Context, req: w.RevokeKeyRequest) -> w.SettleResponse:
-    await ctx.call(ctx.engine.revoke_key, req.id)
+    await ctx.call(ctx.engine.revoke_key, req.id, actor=ctx.actor)
     return w.SettleResponse()
 
 
@@ -206,14 +216,33 @@ async def create_schedule(ctx: Context, req: w.CreateScheduleRequest) -> w.Sched
         req.timezone,
         req.catch_up,
         req.paused,
+        actor=ctx.actor,
     )
     return w.ScheduleResponse.of(schedule)
 
 
 async def delete_schedule(ctx: Context, req: w.DeleteScheduleRequest) -> w.DeleteScheduleResponse:
     ctx.log["schedule"] = req.name
-    return w.DeleteScheduleResponse(await ctx.call(ctx.engine.delete_schedule, req.name))
+    # A scoped manage key: the schedule's target queue must be in its scope, judged in the
+    # deleting transaction (the request names no queue for authorize_scope to check).
+    allow = None
+    if ctx.scope:
+        scope, topic_of = ctx.scope, ctx.engine.topic_of
+        allow = lambda queue: in_scope(scope, queue, topic_of)  # noqa: E731
+    deleted = await ctx.call(ctx.engine.delete_schedule, req.name, actor=ctx.actor, allow=allow)
+    return w.DeleteScheduleResponse(deleted)
 
 
 async def list_schedules(ctx: Context, _: w.EmptyRequest) -> w.ListSchedulesResponse:
     return w.ListSchedulesResponse.of(await ctx.call(ctx.engine.list_schedules))
+
+
+# -- AdminService: the audit trail (docs/operations.md "Audit trail") ---------------------
+
+
+async def list_audit(ctx: Context, req: w.ListAuditRequest) -> w.ListAuditResponse:
+    entries = await asyncio.to_thread(
+        ctx.engine.list_audit, req.after_id, req.limit, req.queue, req.since_ms
+    )
+    ctx.log["n"] = len(entries)
+    return w.ListAuditResponse.of(entries)

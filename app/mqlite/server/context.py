@@ -12,6 +12,7 @@ from starlette.types import Receive
 
 from mqlite import wire as w
 from mqlite.config import Settings
+from mqlite.engine.audit import Actor
 from mqlite.server.broker import Broker
 from mqlite.server.runtime import Runtime
 
@@ -32,6 +33,7 @@ class Context:
     broker: Any = None  # the BrokerApp (Observe adds its HTTP measurements)
     scope: tuple[str, ...] = ()  # a scoped key's queue patterns (lists are filtered to them)
     share: Any = None  # the caller's shares.Share (None: no share, an admin token)
+    actor: Actor | None = None  # who asks, for the audit trail (audited routes only)
 
     @property
     def engine(self) -> Broker:

@@ -54,6 +54,7 @@ BINDINGS: tuple[Binding[Any, Any], ...] = (
     bind(w.CREATE_SCHEDULE, a.create_schedule),
     bind(w.DELETE_SCHEDULE, a.delete_schedule),
     bind(w.LIST_SCHEDULES, a.list_schedules),
+    bind(w.LIST_AUDIT, a.list_audit),
 )
 
 BY_ROUTE: Mapping[str, Binding[Any, Any]] = MappingProxyType({b.route.name: b for b in BINDINGS})
