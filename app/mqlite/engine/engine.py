@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import sqlite3
 import threading
+from urllib.parse import urlsplit
 from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
 
@@ -19,6 +20,7 @@ from mqlite.engine.core import serialized
 from mqlite.engine.keys import KeyOps
 from mqlite.engine.notify import Waiter
 from mqlite.engine.observe import ObserveOps
+from mqlite.engine.push import PushOps
 from mqlite.engine.schedules import ScheduleOps
 from mqlite.engine.send import Route, SendResult
 from mqlite.engine.storage_errors import translate
@@ -45,7 +47,7 @@ from mqlite.types import (
 MESSAGE_STATE_SQL = "SELECT state FROM messages WHERE id = ?"
 
 
-class Engine(AdminOps, KeyOps, TopicOps, ObserveOps, ScheduleOps):
+class Engine(AdminOps, KeyOps, TopicOps, ObserveOps, ScheduleOps, PushOps):
     """The broker core on one SQLite database. Thread-safe; knows nothing of HTTP."""
 
     # -- queues ---------------------------------------------------------------------------
@@ -284,6 +286,12 @@ class Engine(AdminOps, KeyOps, TopicOps, ObserveOps, ScheduleOps):
         if attempt_id is not None:
             check_token("attempt_id", attempt_id)
         q = self._queue(queue)
+        if q.name in self.pushes.targets:  # one dict lookup: the push loop is the consumer
+            host = urlsplit(self.pushes.targets[q.name].url).hostname
+            raise errors.PushAttached(
+                f"queue {q.name!r} has a push target (to {host}; ListPushes shows it): the "
+                "broker delivers its messages; DeletePush to receive them again"
+            )
         n = clamp(max_messages, 1, defaults.MAX_RECEIVE_MESSAGES)
         return q.name, n, clamp(wait_ms, 0, defaults.MAX_WAIT_MS), delete
 

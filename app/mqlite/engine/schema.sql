@@ -188,3 +188,17 @@ CREATE TABLE IF NOT EXISTS schedules (
 
 -- The firing pass seeks due, unpaused schedules in (next_fire_at, name) order.
 CREATE INDEX IF NOT EXISTS idx_schedules_due ON schedules(next_fire_at, name) WHERE paused = 0;
+
+-- Push targets (engine/push.py, docs/push.md): at most one webhook per queue; the broker
+-- is then the queue's consumer. The secret is stored to sign deliveries and never read
+-- back by a verb. Added by migration 9->10.
+CREATE TABLE IF NOT EXISTS push_targets (
+    queue          TEXT PRIMARY KEY,
+    url            TEXT NOT NULL,
+    secret         TEXT NOT NULL,
+    max_in_flight  INTEGER NOT NULL DEFAULT 8,
+    timeout_ms     INTEGER NOT NULL DEFAULT 10000,
+    paused         INTEGER NOT NULL DEFAULT 0,
+    created_at     INTEGER NOT NULL,
+    updated_at     INTEGER NOT NULL
+) STRICT;
