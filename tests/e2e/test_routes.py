@@ -69,6 +69,9 @@ LATER = [
     "AdminService/CreateSchedule",  # cron schedules (docs/cron.md)
     "AdminService/DeleteSchedule",
     "AdminService/ListSchedules",
+    "AdminService/CreatePush",  # push delivery (docs/push.md)
+    "AdminService/DeletePush",
+    "AdminService/ListPushes",
 ]
 ALL_RPCS = ORIGINAL_ORDER + LATER
 

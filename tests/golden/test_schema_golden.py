@@ -324,7 +324,8 @@ def test_a_v9_database_migrates_to_10_with_no_push_targets(tmp_path: Path) -> No
     conn.execute("INSERT INTO meta VALUES ('schema_version', '9')")
     conn.execute("INSERT INTO queues (name, created_at, updated_at) VALUES ('q', 1, 1)")
     conn.execute(
-        "INSERT INTO messages (queue, state, enqueued_at, body) VALUES ('q', 'active', 1, x'6f6c64')"
+        "INSERT INTO messages (queue, state, enqueued_at, body) "
+        "VALUES ('q', 'active', 1, x'6f6c64')"
     )
     conn.commit()
     conn.close()

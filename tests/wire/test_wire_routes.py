@@ -38,6 +38,9 @@ EXPECTED = [
     ("AdminService/CreateSchedule", "manage"),
     ("AdminService/DeleteSchedule", "manage"),
     ("AdminService/ListSchedules", "manage"),
+    ("AdminService/CreatePush", "manage"),
+    ("AdminService/DeletePush", "manage"),
+    ("AdminService/ListPushes", "manage"),
 ]
 
 # The original broker's 22 routes (original-behaviour §8), in registration order.
@@ -69,7 +72,7 @@ def test_routes_by_path_is_the_table_in_order() -> None:
     for r in wire.ROUTES:
         assert wire.ROUTES_BY_PATH[r.path] is r
     assert "/mqlite.v1.QueueService/Nope" not in wire.ROUTES_BY_PATH
-    assert len(set(wire.ROUTES)) == len(wire.ROUTES) == 32
+    assert len(set(wire.ROUTES)) == len(wire.ROUTES) == 35
 
 
 def test_routes_by_path_is_read_only() -> None:
@@ -98,7 +101,14 @@ def test_receive_views() -> None:
 
 def test_only_fieldless_requests_accept_an_empty_body() -> None:
     optional = {r.method for r in wire.ROUTES if r.body_optional}
-    assert optional == {"ListQueues", "ListSubscriptions", "Status", "Observe", "ListSchedules"}
+    assert optional == {
+        "ListQueues",
+        "ListSubscriptions",
+        "Status",
+        "Observe",
+        "ListSchedules",
+        "ListPushes",
+    }
 
 
 def test_every_route_constant_is_exported() -> None:

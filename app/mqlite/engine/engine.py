@@ -9,9 +9,9 @@ from __future__ import annotations
 
 import sqlite3
 import threading
-from urllib.parse import urlsplit
 from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
+from urllib.parse import urlsplit
 
 from mqlite import defaults, errors
 from mqlite.engine import claim, queues, retry, send, settle

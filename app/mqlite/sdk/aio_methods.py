@@ -15,6 +15,7 @@ from mqlite.types import (
     FilterTestResult,
     Message,
     OutMessage,
+    PushTarget,
     QueueConfig,
     QueueEnsured,
     QueueInfo,
@@ -253,3 +254,27 @@ class AsyncMethods(AsyncDriver):
     async def list_schedules(self) -> list[Schedule]:
         """Every schedule by name, with its next and last firing and its status."""
         return await self._run(calls.list_schedules())
+
+    async def create_push(
+        self,
+        queue: str,
+        url: str,
+        secret: str = "",
+        max_in_flight: int = 8,
+        timeout_ms: int = 10000,
+        paused: bool = False,
+    ) -> PushTarget:
+        """Bind (upsert) ``queue``'s push target: the broker POSTs each message to ``url``,
+        signed (Standard Webhooks). ``secret`` empty = the broker generates one, returned in
+        the answer's ``secret`` this once. ``paused`` keeps the target and delivers nothing."""
+        return await self._run(
+            calls.create_push(queue, url, secret, max_in_flight, timeout_ms, paused)
+        )
+
+    async def delete_push(self, queue: str) -> bool:
+        """Unbind ``queue``'s push target; False when there was none (idempotent)."""
+        return await self._run(calls.delete_push(queue))
+
+    async def list_pushes(self) -> list[PushTarget]:
+        """Every push target by queue, with its status, last error and counters (no secret)."""
+        return await self._run(calls.list_pushes())

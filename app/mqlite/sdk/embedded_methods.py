@@ -13,6 +13,7 @@ from mqlite.types import (
     FilterTestResult,
     Message,
     OutMessage,
+    PushTarget,
     QueueConfig,
     QueueEnsured,
     QueueInfo,
@@ -143,6 +144,20 @@ class EngineVerbs(Protocol):
     def delete_schedule(self, name: str) -> bool: ...
 
     def list_schedules(self) -> list[Schedule]: ...
+
+    def create_push(
+        self,
+        queue: str,
+        url: str,
+        secret: str = "",
+        max_in_flight: int = 8,
+        timeout_ms: int = 10000,
+        paused: bool = False,
+    ) -> PushTarget: ...
+
+    def delete_push(self, queue: str) -> bool: ...
+
+    def list_pushes(self) -> list[PushTarget]: ...
 
 
 class EmbeddedMethods:
@@ -358,3 +373,25 @@ class EmbeddedMethods:
     def list_schedules(self) -> list[Schedule]:
         """Every schedule by name, with its next and last firing and its status."""
         return self._engine.list_schedules()
+
+    def create_push(
+        self,
+        queue: str,
+        url: str,
+        secret: str = "",
+        max_in_flight: int = 8,
+        timeout_ms: int = 10000,
+        paused: bool = False,
+    ) -> PushTarget:
+        """Bind (upsert) ``queue``'s push target: the broker POSTs each message to ``url``,
+        signed (Standard Webhooks). ``secret`` empty = the broker generates one, returned in
+        the answer's ``secret`` this once. ``paused`` keeps the target and delivers nothing."""
+        return self._engine.create_push(queue, url, secret, max_in_flight, timeout_ms, paused)
+
+    def delete_push(self, queue: str) -> bool:
+        """Unbind ``queue``'s push target; False when there was none (idempotent)."""
+        return self._engine.delete_push(queue)
+
+    def list_pushes(self) -> list[PushTarget]:
+        """Every push target by queue, with its status, last error and counters (no secret)."""
+        return self._engine.list_pushes()

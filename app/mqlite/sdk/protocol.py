@@ -26,6 +26,7 @@ from mqlite.types import (
     FilterTestResult,
     Message,
     OutMessage,
+    PushTarget,
     QueueConfig,
     QueueEnsured,
     QueueInfo,
@@ -221,6 +222,25 @@ class Client(Protocol):
 
     def list_schedules(self) -> list[Schedule]:
         """Every schedule by name, with its next and last firing and its status."""
+
+    def create_push(
+        self,
+        queue: str,
+        url: str,
+        secret: str = "",
+        max_in_flight: int = 8,
+        timeout_ms: int = 10000,
+        paused: bool = False,
+    ) -> PushTarget:
+        """Bind (upsert) ``queue``'s push target: the broker POSTs each message to ``url``,
+        signed (Standard Webhooks). ``secret`` empty = the broker generates one, returned in
+        the answer's ``secret`` this once. ``paused`` keeps the target and delivers nothing."""
+
+    def delete_push(self, queue: str) -> bool:
+        """Unbind ``queue``'s push target; False when there was none (idempotent)."""
+
+    def list_pushes(self) -> list[PushTarget]:
+        """Every push target by queue, with its status, last error and counters (no secret)."""
 
     def close(self) -> None:
         """Release the client; later calls raise ``Closed``. Idempotent."""

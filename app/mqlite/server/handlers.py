@@ -420,3 +420,32 @@ async def delete_schedule(ctx: Context, req: w.DeleteScheduleRequest) -> Any:
 @rpc("AdminService/ListSchedules")
 async def list_schedules(ctx: Context, _: w.EmptyRequest) -> Any:
     return w.ListSchedulesResponse.of(await ctx.call(ctx.engine.list_schedules))
+
+
+# -- AdminService: push targets (docs/push.md) ------------------------------------------
+
+
+@rpc("AdminService/CreatePush")
+async def create_push(ctx: Context, req: w.CreatePushRequest) -> Any:
+    ctx.log["queue"] = req.queue  # never the secret, nor the url (it may carry a token)
+    push = await ctx.call(
+        ctx.engine.create_push,
+        req.queue,
+        req.url,
+        req.secret,
+        req.max_in_flight,
+        req.timeout_ms,
+        req.paused,
+    )
+    return w.PushResponse.of(push)
+
+
+@rpc("AdminService/DeletePush")
+async def delete_push(ctx: Context, req: w.DeletePushRequest) -> Any:
+    ctx.log["queue"] = req.queue
+    return w.DeletePushResponse(await ctx.call(ctx.engine.delete_push, req.queue))
+
+
+@rpc("AdminService/ListPushes")
+async def list_pushes(ctx: Context, _: w.EmptyRequest) -> Any:
+    return w.ListPushesResponse.of(await ctx.call(ctx.engine.list_pushes))

@@ -13,7 +13,14 @@ Each JSON object is declared ONCE, as a ``msgspec.Struct``; everything else is d
 - ``openapi``: ``openapi_document(version)`` from the same Structs.
 """
 
-from . import admin_service, auth_service, observability, queue_service, schedule_service
+from . import (
+    admin_service,
+    auth_service,
+    observability,
+    push_service,
+    queue_service,
+    schedule_service,
+)
 from .admin_service import *  # noqa: F403 (each service module lists its __all__)
 from .auth_service import *  # noqa: F403
 from .base import PATH_PREFIX, Route
@@ -29,6 +36,7 @@ from .envelope import BY_STATUS, error_body, error_from_response
 from .messages import MessageJSON, PeekedMessage, ReceivedMessage, SampleMessage, out_messages
 from .observability import *  # noqa: F403
 from .openapi import openapi_document
+from .push_service import *  # noqa: F403
 from .queue_info import QueueConfigJSON, QueueInfoJSON
 from .queue_service import *  # noqa: F403
 from .queue_service import SettleResponse
@@ -67,3 +75,4 @@ __all__ += admin_service.__all__
 __all__ += auth_service.__all__
 __all__ += observability.__all__
 __all__ += schedule_service.__all__
+__all__ += push_service.__all__
