@@ -18,6 +18,7 @@ from apscheduler.schedulers.background import BackgroundScheduler
 
 from mqlite import defaults, errors
 from mqlite.engine import Engine
+from mqlite.push import PushDispatcher
 
 log = logging.getLogger("mqlite.maintenance")
 
@@ -49,6 +50,8 @@ class MaintenanceScheduler:
         # What Observe reports as enabled: every task this scheduler runs (reclaim only
         # for a database file: in memory it does not apply).
         self._tasks = ["locks", "scheduled", "ttl", "dedup", "receipts", "retention"]
+        # Push delivery (docs/push.md): its own thread and event loop, beside these.
+        self.push = PushDispatcher(engine)
         if engine.store.location.path is not None:
             self._tasks.append("reclaim")
 
@@ -97,8 +100,10 @@ class MaintenanceScheduler:
         except Exception:
             log.exception("could not create the disk reserve")
         self._scheduler.start()
+        self.push.start()
 
     def stop(self) -> None:
         """Stop the loops and wait for a running pass to finish."""
+        self.push.stop()
         if self._scheduler.running:
             self._scheduler.shutdown(wait=True)

@@ -132,8 +132,22 @@ class PushOps(EngineCore):
         return self.pushes.targets
 
     def record_push(
-        self, queue: str, *, ok: bool, status: int, error: str = "", next_ms: int = 0
+        self,
+        queue: str,
+        *,
+        outcome: str,
+        status: int,
+        error: str = "",
+        seconds: float = 0.0,
+        next_ms: int = 0,
     ) -> None:
+        """One attempt's outcome (``delivered``, ``retry``, ``rejected``), by the loop."""
         self.pushes.record(
-            queue, ok=ok, status=status, error=error, at_ms=self.clock.now_ms(), next_ms=next_ms
+            queue,
+            outcome=outcome,
+            status=status,
+            error=error,
+            seconds=seconds,
+            at_ms=self.clock.now_ms(),
+            next_ms=next_ms,
         )

@@ -8,9 +8,10 @@ would put a transaction on every delivery.
 from __future__ import annotations
 
 import base64
+import bisect
 import sqlite3
 import threading
-from dataclasses import dataclass, replace
+from dataclasses import dataclass, field, replace
 
 from mqlite.engine import egress
 from mqlite.types import PushTarget
@@ -41,8 +42,35 @@ class StoredPush:
         return base64.b64decode(self.secret[len(SECRET_PREFIX) :])
 
 
+# mqlite_push_duration_seconds's upper bounds (a POST: milliseconds to the 60 s ceiling).
+DURATION_BUCKETS = (0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1.0, 2.5, 5.0, 10.0, 30.0, 60.0)
+
+
+@dataclass(slots=True)
+class _Histogram:
+    counts: list[int] = field(default_factory=lambda: [0] * (len(DURATION_BUCKETS) + 1))
+    total: float = 0.0
+
+    def observe(self, seconds: float) -> None:
+        self.counts[bisect.bisect_left(DURATION_BUCKETS, seconds)] += 1
+        self.total += seconds
+
+
+@dataclass(frozen=True, slots=True)
+class PushMeasure:
+    """One target's measures: attempts per outcome (delivered, retry, rejected), the
+    count per duration bucket (the last is +Inf) and the summed seconds."""
+
+    queue: str
+    outcomes: dict[str, int]
+    buckets: list[int]
+    seconds: float
+
+
 @dataclass(slots=True)
 class _Live:
+    outcomes: dict[str, int] = field(default_factory=dict)
+    duration: _Histogram = field(default_factory=_Histogram)
     last_status: int = 0
     last_error: str = ""
     last_attempt_at_ms: int = 0
@@ -75,9 +103,18 @@ class PushRegistry:
         self.targets = targets
 
     def record(
-        self, queue: str, *, ok: bool, status: int, error: str, at_ms: int, next_ms: int = 0
+        self,
+        queue: str,
+        *,
+        outcome: str,
+        status: int,
+        error: str,
+        seconds: float,
+        at_ms: int,
+        next_ms: int = 0,
     ) -> None:
         """One attempt's outcome (the delivery loop, after it settled the message)."""
+        ok = outcome == "delivered"
         with self._lock:
             live = self._live.setdefault(queue, _Live())
             live.last_status, live.last_attempt_at_ms = status, at_ms
@@ -89,10 +126,23 @@ class PushRegistry:
             else:
                 live.failed += 1
                 live.last_error = error
+            live.outcomes[outcome] = live.outcomes.get(outcome, 0) + 1
+            live.duration.observe(seconds)
+
+    def measures(self) -> list[PushMeasure]:
+        """Per target: attempts by outcome and the POST duration histogram (Observe,
+        /metrics); counters since the broker started."""
+        with self._lock:
+            return [
+                PushMeasure(
+                    q, dict(live.outcomes), live.duration.counts.copy(), live.duration.total
+                )
+                for q, live in sorted(self._live.items())
+            ]
 
     def view(self, stored: StoredPush) -> PushTarget:
         with self._lock:
-            live = replace(self._live.get(stored.queue) or _Live())
+            live = replace(self._live.get(stored.queue) or _Live(), outcomes={})
         status = "paused" if stored.paused else ("failing" if live.failing else "active")
         return PushTarget(
             stored.queue, stored.url, stored.max_in_flight, stored.timeout_ms, stored.paused,

@@ -79,6 +79,7 @@ class EmbeddedClient(EmbeddedMethods):
         disk_reserve_bytes: int = defaults.DISK_RESERVE_BYTES,
         auth_token: str = "",
         replica: str = "",
+        push_allow_networks: str | None = None,
     ) -> None:
         if sync is None:
             sync = sync_from_env(os.environ)
@@ -91,6 +92,11 @@ class EmbeddedClient(EmbeddedMethods):
             disk=DiskLimits(disk_floor_bytes, disk_reserve_bytes),
             auth_token=auth_token,
             replica=replica,
+            push_allow_networks=(
+                push_allow_networks
+                if push_allow_networks is not None
+                else os.environ.get("MQLITE_PUSH_ALLOW_NETWORKS", "")
+            ),
         )
         self._started_ms = self._engine.now_ms()
         if catch_up:
@@ -196,6 +202,7 @@ def open_embedded(
     disk_reserve_bytes: int = defaults.DISK_RESERVE_BYTES,
     auth_token: str = "",
     replica: str = "",
+    push_allow_networks: str | None = None,
 ) -> EmbeddedClient:
     """Open (creating if needed) a broker database in this process.
 
@@ -213,6 +220,8 @@ def open_embedded(
     of a remote libSQL DSN (``libsql://``, ``https://``, ``http://``); never logged.
     ``replica``: the URL of a libSQL replica of that remote database: Peek, Stats, Observe
     and ListQueues read there (stale by milliseconds), everything else on the primary.
+    ``push_allow_networks``: CIDRs push targets may reach although private or loopback
+    (default ``MQLITE_PUSH_ALLOW_NETWORKS``, else none: docs/push.md).
     """
     return EmbeddedClient(
         dsn,
@@ -228,6 +237,7 @@ def open_embedded(
         disk_reserve_bytes=disk_reserve_bytes,
         auth_token=auth_token,
         replica=replica,
+        push_allow_networks=push_allow_networks,
     )
 
 

@@ -138,6 +138,7 @@ class BrokerApp:
             auth_token=s.db_auth_token,
             checkpoint=s.checkpoint,
             replica=s.db_replica,
+            push_allow_networks=s.push_allow_networks,
         )
         self.runtime = Runtime(engine)
         self.replication = ReplicationProbe.from_env(
