@@ -7,6 +7,7 @@ the secret after ``whsec_``, compared in constant time against each ``v1,`` sign
 from __future__ import annotations
 
 import base64
+import contextlib
 import hashlib
 import hmac
 import http.server
@@ -153,16 +154,12 @@ class RawServer:
             threading.Thread(target=self._serve, args=(conn,), daemon=True).start()
 
     def _serve(self, conn: socket.socket) -> None:
-        try:
+        with contextlib.suppress(OSError):
             self.handle(conn)
-        except OSError:
-            pass
 
     def close(self) -> None:
         self.closed = True
         self.sock.close()
         for c in self.conns:
-            try:
+            with contextlib.suppress(OSError):
                 c.close()
-            except OSError:
-                pass
