@@ -47,6 +47,7 @@ T = TypeVar("T")
 FALLBACK_INITIAL_MS = 1_000
 FALLBACK_MAX_MS = 60_000
 REJECT_REASON = "PushRejected"
+TICK_S = 0.25  # how often the set of targets is read (a dict in memory: no SQL)
 
 
 class PushDispatcher:
@@ -109,8 +110,8 @@ class PushDispatcher:
                         tasks[queue] = asyncio.create_task(self._serve(queue))
                 for queue in [q for q in tasks if q not in targets]:
                     tasks.pop(queue).cancel()  # its own task also notices and ends
-                with contextlib.suppress(TimeoutError):
-                    await asyncio.wait_for(self._stopping.wait(), self._idle_s)
+                with contextlib.suppress(TimeoutError):  # a new target starts within a tick
+                    await asyncio.wait_for(self._stopping.wait(), TICK_S)
         finally:
             for task in tasks.values():
                 task.cancel()

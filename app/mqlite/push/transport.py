@@ -30,6 +30,7 @@ from mqlite import errors
 from mqlite.engine.egress import Egress, literal
 
 KEEPALIVE_S = 5.0
+NODELAY = (socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
 
 
 class EgressRefused(httpcore.ConnectError):
@@ -54,11 +55,14 @@ class GuardedBackend(httpcore.AsyncNetworkBackend):
             self._egress.check_addresses(host, addresses)
         except errors.InvalidArgument as exc:
             raise EgressRefused(exc.message.removeprefix("push url: ")) from None
+        # TCP_NODELAY: h11 writes the head and the body separately, and Nagle plus the
+        # receiver's delayed ACK would add ~40 ms to every small POST.
+        options = [*(socket_options or ()), NODELAY]
         failure: Exception | None = None
         for address in addresses:  # every one checked above: any may be connected to
             try:
                 return await self._inner.connect_tcp(
-                    address, port, timeout, local_address, socket_options
+                    address, port, timeout, local_address, options
                 )
             except (httpcore.ConnectError, httpcore.ConnectTimeout) as exc:
                 failure = exc
