@@ -104,7 +104,9 @@ def test_hostile_endpoints_delay_no_other_push_and_not_the_api(
     # Every hostile message is settled by its deadline (10 s) or its 64 KiB read.
     deadline = time.monotonic() + 15
     while time.monotonic() < deadline:
-        errors = {n: [m.last_error for m in pushing.peek(n)][:8] for n in ("never", "trickle", "reset")}
+        errors = {
+            n: [m.last_error for m in pushing.peek(n)][:8] for n in ("never", "trickle", "reset")
+        }
         if all(len(e) == 8 and all(e) for e in errors.values()) and not pushing.peek("flood"):
             break
         time.sleep(0.05)
