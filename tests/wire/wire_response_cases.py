@@ -321,6 +321,7 @@ RESPONSE_CASES: list[Case] = [
             },
             "replication": {"state": "disabled", "last_sync_at_ms": None, "lag_seconds": None},
             "schedules": {"state": "available", "overdue": 0, "schedules": []},
+            "pushes": {"deliveries": [], "durations": []},
         },
     ),
     (

@@ -42,6 +42,8 @@ class StoredPush:
         return base64.b64decode(self.secret[len(SECRET_PREFIX) :])
 
 
+# mqlite_push_deliveries_total's outcome vocabulary (attempt.py names them).
+PUSH_OUTCOMES = ("delivered", "retry", "rejected")
 # mqlite_push_duration_seconds's upper bounds (a POST: milliseconds to the 60 s ceiling).
 DURATION_BUCKETS = (0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1.0, 2.5, 5.0, 10.0, 30.0, 60.0)
 

@@ -135,6 +135,7 @@ class PushDispatcher:
         def done(task: asyncio.Task[None]) -> None:  # a slot is free again
             inflight.discard(task)
             kick.set()
+
         try:
             while True:
                 target = engine.push_targets().get(queue)

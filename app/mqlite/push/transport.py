@@ -61,9 +61,7 @@ class GuardedBackend(httpcore.AsyncNetworkBackend):
         failure: Exception | None = None
         for address in addresses:  # every one checked above: any may be connected to
             try:
-                return await self._inner.connect_tcp(
-                    address, port, timeout, local_address, options
-                )
+                return await self._inner.connect_tcp(address, port, timeout, local_address, options)
             except (httpcore.ConnectError, httpcore.ConnectTimeout) as exc:
                 failure = exc
         assert failure is not None
