@@ -74,6 +74,9 @@ def test_a_generated_secret_is_returned_once_and_signs(mq: mqlite.EmbeddedClient
     (listed,) = mq.list_pushes()
     assert listed.secret == "" and listed.url == URL and listed.status == "active"
     assert (listed.max_in_flight, listed.timeout_ms) == (8, 10_000)
+    # An update without a secret keeps it (pause/resume never rotate); nothing is shown.
+    kept = mq.create_push("q", URL, paused=True)
+    assert kept.secret == "" and mq._engine.push_targets()["q"].secret == created.secret
     # A given secret is never echoed; re-creating with it rotates (upsert on queue).
     mine = "whsec_" + __import__("base64").b64encode(b"k" * 24).decode()
     again = mq.create_push("q", URL, secret=mine)

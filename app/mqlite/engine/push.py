@@ -74,8 +74,9 @@ class PushOps(EngineCore):
         paused: bool = False,
     ) -> PushTarget:
         """Bind (upsert on ``queue``) a push target; the egress guard resolves ``url`` now
-        (off the writer), and again at every connection. A generated secret is in the
-        answer's ``secret``, once."""
+        (off the writer), and again at every connection. ``secret`` empty: a new target
+        gets a generated one (in the answer's ``secret``, once), an existing one keeps
+        its own (so pause/resume never rotates it)."""
         q = self._queue(queue)
         check_int("max_in_flight", max_in_flight, minimum=1)
         if max_in_flight > defaults.PUSH_MAX_IN_FLIGHT_LIMIT:
@@ -89,8 +90,12 @@ class PushOps(EngineCore):
             )
         if not isinstance(paused, bool):
             raise errors.InvalidArgument("paused must be a boolean")
-        generated = not secret
-        secret = generate_secret() if generated else check_secret(secret)
+        existing = self.pushes.targets.get(q.name)
+        generated = not secret and existing is None
+        if not secret:  # kept on an update (pause, resume, a new url); made for a new one
+            secret = existing.secret if existing is not None else generate_secret()
+        else:
+            secret = check_secret(secret)
         guard = self.pushes.egress
         target = guard.check_url(url)
         addresses = guard.check_addresses(target.host, egress.resolve(target.host, target.port))

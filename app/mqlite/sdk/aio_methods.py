@@ -265,8 +265,9 @@ class AsyncMethods(AsyncDriver):
         paused: bool = False,
     ) -> PushTarget:
         """Bind (upsert) ``queue``'s push target: the broker POSTs each message to ``url``,
-        signed (Standard Webhooks). ``secret`` empty = the broker generates one, returned in
-        the answer's ``secret`` this once. ``paused`` keeps the target and delivers nothing."""
+        signed (Standard Webhooks). ``secret`` empty: a new target gets a generated one,
+        returned in the answer's ``secret`` this once; an existing target keeps its own.
+        ``paused`` keeps the target and delivers nothing."""
         return await self._run(
             calls.create_push(queue, url, secret, max_in_flight, timeout_ms, paused)
         )

@@ -522,8 +522,9 @@ def create_push(
     paused: bool = False,
 ) -> Steps[PushTarget]:
     """Bind (upsert) ``queue``'s push target: the broker POSTs each message to ``url``,
-    signed (Standard Webhooks). ``secret`` empty = the broker generates one, returned in
-    the answer's ``secret`` this once. ``paused`` keeps the target and delivers nothing."""
+    signed (Standard Webhooks). ``secret`` empty: a new target gets a generated one,
+    returned in the answer's ``secret`` this once; an existing target keeps its own.
+    ``paused`` keeps the target and delivers nothing."""
     req = wire.CreatePushRequest(queue, url, secret, max_in_flight, timeout_ms, paused)
     r = yield from rpc(wire.CREATE_PUSH, req)
     return r.push.value()

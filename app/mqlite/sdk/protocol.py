@@ -233,8 +233,9 @@ class Client(Protocol):
         paused: bool = False,
     ) -> PushTarget:
         """Bind (upsert) ``queue``'s push target: the broker POSTs each message to ``url``,
-        signed (Standard Webhooks). ``secret`` empty = the broker generates one, returned in
-        the answer's ``secret`` this once. ``paused`` keeps the target and delivers nothing."""
+        signed (Standard Webhooks). ``secret`` empty: a new target gets a generated one,
+        returned in the answer's ``secret`` this once; an existing target keeps its own.
+        ``paused`` keeps the target and delivers nothing."""
 
     def delete_push(self, queue: str) -> bool:
         """Unbind ``queue``'s push target; False when there was none (idempotent)."""

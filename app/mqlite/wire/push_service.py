@@ -85,7 +85,10 @@ class CreatePushRequest(Request):
     ]
     secret: Annotated[
         str,
-        Doc("whsec_ + base64 of 16..64 bytes; '' = generate one (returned once)"),
+        Doc(
+            "whsec_ + base64 of 16..64 bytes; '' = keep the target's own, or generate one "
+            "for a new target (returned once)"
+        ),
     ] = ""
     max_in_flight: Annotated[int, Doc("concurrent POSTs, 1..256")] = 8
     timeout_ms: Annotated[I64, Doc("one POST's deadline, 100..60000 ms")] = 10_000

@@ -16,10 +16,23 @@ def register_all(sub: Subparsers, common: argparse.ArgumentParser) -> None:  # t
         local,
         messages,
         observe,
+        push,
         queues,
         receive,
         settle,
     )
 
-    for module in (queues, observe, messages, receive, settle, dlq, keys, local, backup, cron):
+    for module in (
+        queues,
+        observe,
+        messages,
+        receive,
+        settle,
+        dlq,
+        keys,
+        local,
+        backup,
+        cron,
+        push,
+    ):
         module.register(sub, common)
