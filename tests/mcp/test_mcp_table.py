@@ -80,6 +80,7 @@ def test_the_hints_are_the_ones_agents_rely_on() -> None:
         "stats",
         "list_keys",
         "list_schedules",
+        "list_pushes",
     }
     assert destructive == {
         "delete_queue",
@@ -88,6 +89,7 @@ def test_the_hints_are_the_ones_agents_rely_on() -> None:
         "cancel",
         "revoke_key",
         "delete_schedule",
+        "delete_push",
     }
     assert not BY_NAME["receive"].idempotent and not BY_NAME["send"].idempotent
     assert BY_NAME["complete"].idempotent and BY_NAME["create_queue"].idempotent
@@ -129,6 +131,9 @@ def test_the_issue_s_tool_set() -> None:
         "create_schedule",
         "list_schedules",
         "delete_schedule",
+        "create_push",
+        "list_pushes",
+        "delete_push",
     ]
 
 
