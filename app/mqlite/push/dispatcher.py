@@ -2,12 +2,12 @@
 one task per message in flight (docs/push.md "Delivery").
 
 Why its own thread and loop: deliveries are network waits (an asyncio loop holds
-thousands cheaply), but the engine's claim and settle calls block on SQLite; they run in
-a small thread pool, off this loop, and this loop is not the server's, so no push -- a
-receiver that never answers, answers a byte a second, sends 2 GB or resets -- can delay
-an API request. Each target has its own HTTP client (its own connection pool, sized to
-its ``max_in_flight``) and its own deadline per POST, so one target cannot hold another's
-connections or slots either.
+thousands cheaply), but claims and settlements block on SQLite; they go to the engine's
+writer thread (as the server's calls do, with group commit), and this loop is not the
+server's, so no push -- a receiver that never answers, answers a byte a second, sends
+2 GB or resets -- can delay an API request. Each target has its own HTTP client (its own
+connection pool, sized to its ``max_in_flight``) and its own deadline per POST, so one
+target cannot hold another's connections or slots either.
 
 A target's task claims up to ``max_in_flight`` minus what it has in flight (the claim
 itself keeps group_fifo to one message per group and strict_fifo to one per queue, in
@@ -26,7 +26,6 @@ import contextlib
 import logging
 import threading
 from collections.abc import Callable
-from concurrent.futures import ThreadPoolExecutor
 from typing import Any, TypeVar
 
 import httpx
@@ -58,7 +57,6 @@ class PushDispatcher:
         self._loop: asyncio.AbstractEventLoop | None = None
         self._stopping: asyncio.Event | None = None
         self._kicks: set[asyncio.Event] = set()
-        self._pool = ThreadPoolExecutor(4, thread_name_prefix="mqlite-push-db")
 
     # -- lifecycle (any thread) -----------------------------------------------------------
 
@@ -78,7 +76,6 @@ class PushDispatcher:
                 loop.call_soon_threadsafe(stopping.set)
         if self._thread is not None:
             self._thread.join(timeout_s)
-        self._pool.shutdown(wait=False, cancel_futures=True)
 
     def kick(self) -> None:
         """Wake every target now (tests, after advancing a FakeClock past a retry delay)."""
@@ -118,7 +115,10 @@ class PushDispatcher:
             await asyncio.gather(*tasks.values(), return_exceptions=True)
 
     async def _db(self, fn: Callable[..., T], *args: Any) -> T:
-        return await asyncio.get_running_loop().run_in_executor(self._pool, lambda: fn(*args))
+        """On the engine's writer thread, as the server's calls go (group commit: the
+        settlements of many deliveries share one transaction); this loop never blocks."""
+        result: T = await self._engine.writer.submit(fn, *args)
+        return result
 
     async def _serve(self, queue: str) -> None:
         """One target: claim into free slots, deliver, wait for work."""
@@ -172,13 +172,18 @@ class PushDispatcher:
                 await client.aclose()
 
     async def _claim(self, queue: str, n: int) -> list[Message]:
+        """Claim up to ``n``; a failure waits a tick (never a tight loop: a closed
+        notifier fires every waiter at once), a closed engine ends the target's task."""
         try:
             return await self._db(self._engine.try_receive, queue, n)
+        except errors.Closed:
+            raise asyncio.CancelledError() from None
         except errors.QueueNotFound:
-            return []  # the queue is gone; the target waits for one of that name
+            pass  # the queue is gone; the target waits for one of that name
         except errors.MQLiteError as exc:
             log.warning("push claim failed", extra={"queue": queue, "error": exc.message})
-            return []
+        await asyncio.sleep(self._idle_s)
+        return []
 
     async def _deliver(self, client: httpx.AsyncClient, target: StoredPush, msg: Message) -> None:
         engine = self._engine
