@@ -428,7 +428,9 @@ async def list_schedules(ctx: Context, _: w.EmptyRequest) -> Any:
 @rpc("AdminService/CreatePush")
 async def create_push(ctx: Context, req: w.CreatePushRequest) -> Any:
     ctx.log["queue"] = req.queue  # never the secret, nor the url (it may carry a token)
-    push = await ctx.call(
+    # On a worker thread, not the writer: the egress check resolves the url's host (DNS
+    # can take seconds); only the upsert itself then goes to the writer.
+    push = await asyncio.to_thread(
         ctx.engine.create_push,
         req.queue,
         req.url,
