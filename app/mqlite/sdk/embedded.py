@@ -17,6 +17,7 @@ from typing import TYPE_CHECKING
 from mqlite import defaults
 from mqlite.clock import Clock
 from mqlite.config import process_environ, sync_from_env
+from mqlite.config import push_allow_networks as config_push_allow_networks
 from mqlite.engine import SCHEMA_VERSION, DiskLimits, DLQBounds, Engine, EngineTx
 from mqlite.engine import backup as snapshots
 from mqlite.engine.backup import DatabaseFacts, Progress, Snapshot
@@ -94,7 +95,7 @@ class EmbeddedClient(EmbeddedMethods):
             push_allow_networks=(
                 push_allow_networks
                 if push_allow_networks is not None
-                else os.environ.get("MQLITE_PUSH_ALLOW_NETWORKS", "")
+                else config_push_allow_networks(process_environ())
             ),
         )
         self._started_ms = self._engine.now_ms()
