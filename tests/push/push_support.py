@@ -58,6 +58,7 @@ class Receiver:
         self.group_active: dict[str, int] = {}
         self.group_peak: dict[str, int] = {}
         self.behaviour: Behaviour = lambda g, h: (204, {}, b"")
+        self.conns: list[socket.socket] = []
         receiver = self
 
         class Handler(http.server.BaseHTTPRequestHandler):
@@ -106,6 +107,11 @@ class Receiver:
             daemon_threads = True
             allow_reuse_address = True
 
+            def get_request(self) -> tuple[socket.socket, Any]:
+                conn, addr = super().get_request()
+                receiver.conns.append(conn)  # closed by close(), even mid-request
+                return conn, addr
+
         self.server = Server(("127.0.0.1", 0), Handler)
         self.port = self.server.server_address[1]
         self.thread = threading.Thread(target=self.server.serve_forever, daemon=True)
@@ -132,6 +138,10 @@ class Receiver:
     def close(self) -> None:
         self.server.shutdown()
         self.server.server_close()
+        for conn in self.conns:  # keep-alive or held connections of daemon threads
+            with contextlib.suppress(OSError):
+                conn.shutdown(socket.SHUT_RDWR)
+            conn.close()
 
 
 class RawServer:
