@@ -298,7 +298,7 @@ def restore(snapshot_path: str, data_dir: str) -> tuple[str, str, DatabaseFacts]
     except errors.SchemaVersionMismatch:
         raise BackupError(
             f"{snapshot_path}: schema version {facts.schema_version}, this mqlite reads "
-            f"{SCHEMA_VERSION} and migrates from {', '.join(sorted(migrations.STEPS))} "
+            f"{SCHEMA_VERSION} and migrates from {', '.join(sorted(migrations.STEPS, key=int))} "
             "(restore it with the matching binary)"
         ) from None
     data_dir = os.path.abspath(data_dir)

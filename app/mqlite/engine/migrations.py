@@ -64,7 +64,7 @@ def plan(found: str, target: str) -> list[str]:
         if step is None:
             raise errors.SchemaVersionMismatch(
                 f"database schema version {found!r} cannot be opened by this mqlite (it reads "
-                f"{target!r} and migrates from {', '.join(sorted(STEPS)) or 'nothing'}); keep "
+                f"{target!r} and migrates from {', '.join(sorted(STEPS, key=int)) or 'nothing'}); keep "
                 "the database with the binary that wrote it"
             )
         token = step[0]
