@@ -13,9 +13,12 @@ import base64
 import json
 import secrets
 import sqlite3
+from typing import Any
 
 from mqlite import defaults
+from mqlite.engine import claim_pipelined
 from mqlite.engine.budget import encoded_size
+from mqlite.engine.remote import RemoteConnection
 from mqlite.engine.rows import MESSAGE_COLUMNS, row_to_message
 from mqlite.types import Message, OrderingMode, QueueInfo
 
@@ -108,6 +111,24 @@ def claim_batch(
         else (CLAIM_GROUPED_SQL)
     )
     params = {"queue": queue.name, "now": now_ms, "until": now_ms + queue.config.lock_duration_ms}
+    if isinstance(conn, RemoteConnection):  # a round trip per statement: claims in chunks
+        return claim_pipelined.claim_batch(
+            conn,
+            sql,
+            params,
+            max_messages,
+            delete=delete,
+            new_token=new_lock_token,
+            without_lease=_without_lease,
+            one_by_one=lambda n: _claim_loop(conn, sql, dict(params), n, delete),
+        )
+    return _claim_loop(conn, sql, params, max_messages, delete)
+
+
+def _claim_loop(
+    conn: sqlite3.Connection, sql: str, params: dict[str, Any], max_messages: int, delete: bool
+) -> list[Message]:
+    """One claim per statement until ``max_messages``, an empty claim or the budget."""
     out: list[Message] = []
     budget = 0
     execute = conn.execute

@@ -16,6 +16,7 @@ from dataclasses import dataclass
 
 from mqlite import defaults, errors
 from mqlite.engine import dedup
+from mqlite.engine.remote import RemoteConnection, RemoteCursor
 from mqlite.engine.rows import encode_properties, split_body
 from mqlite.filters import FilterInput
 from mqlite.filters import runtime as filter_runtime
@@ -174,8 +175,12 @@ def insert(
     """
     scheduled = visible_at_ms > now_ms
     state = "scheduled" if scheduled else "active"
-    if len(messages) > 1 and len(routes) == 1 and plan is None:
-        route = routes[0]
+    if (
+        len(routes) == 1
+        and plan is None
+        and (len(messages) > 1 or isinstance(conn, RemoteConnection))
+    ):
+        route = routes[0]  # (remote: a single send too, so that it rides with the COMMIT)
         if route.queue.config.dedup_window_ms <= 0:
             batch = _insert_many(conn, now_ms, route.queue, messages, visible_at_ms, ttl_ms, state)
             copies = Counter({route.queue.name: len(batch)})
@@ -269,33 +274,47 @@ def _insert_many(
     expires = visible_at_ms + ttl if ttl > 0 else 0
     name = queue.name
     split = [split_body(m.body) for m in messages]
-    conn.executemany(
-        INSERT_MESSAGE_SQL,
-        [
-            (
-                name,
-                state,
-                visible_at_ms,
-                now_ms,
-                expires,
-                m.message_id or None,
-                m.correlation_id or None,
-                m.reply_to or None,
-                m.group_id or None,
-                m.content_type or None,
-                m.subject or None,
-                encode_properties(m.properties),
-                inline,
-                external,
-            )
-            for m, (inline, external) in zip(messages, split, strict=True)
-        ],
-    )
+    rows = [
+        (
+            name,
+            state,
+            visible_at_ms,
+            now_ms,
+            expires,
+            m.message_id or None,
+            m.correlation_id or None,
+            m.reply_to or None,
+            m.group_id or None,
+            m.content_type or None,
+            m.subject or None,
+            encode_properties(m.properties),
+            inline,
+            external,
+        )
+        for m, (inline, external) in zip(messages, split, strict=True)
+    ]
+    if isinstance(conn, RemoteConnection) and not any(external for _, external in split):
+        return _insert_deferred(conn, rows)
+    conn.executemany(INSERT_MESSAGE_SQL, rows)
     last = int(conn.execute(LAST_ROWID_SQL).fetchone()[0])
     seqs = list(range(last - len(messages) + 1, last + 1))
     large = [(seq, m.body) for seq, m, (_, ext) in zip(seqs, messages, split, strict=True) if ext]
     if large:
         conn.executemany(INSERT_BODY_SQL, large)
+    return seqs
+
+
+def _insert_deferred(conn: RemoteConnection, rows: list[tuple[object, ...]]) -> list[int]:
+    """On a remote store the rows travel with the transaction's next request -- for a
+    send, its COMMIT: one round trip (remote_pipeline.py); the seqs (consecutive, as in
+    ``_insert_many``) are filled in when the server answered, before the call returns."""
+    seqs = [0] * len(rows)
+
+    def fill(cur: RemoteCursor) -> None:
+        last = int(cur.lastrowid or 0)
+        seqs[:] = range(last - len(rows) + 1, last + 1)
+
+    conn.defer_many(INSERT_MESSAGE_SQL, rows, fill)
     return seqs
 
 
