@@ -14,9 +14,10 @@ from collections.abc import Iterator
 import pytest
 
 import mqlite
-from mqlite import OutMessage, QueueConfig, errors
+from mqlite import OutMessage, QueueConfig, defaults, errors
 from mqlite.clock import FakeClock
-from mqlite.engine import http1
+from mqlite.engine import claim_pipelined, http1
+from mqlite.engine.budget import encoded_size
 from mqlite.engine.remote import RemoteConnection, parse_remote
 from mqlite.engine.remote_pipeline import (
     BEGIN,
@@ -95,24 +96,56 @@ def test_a_send_of_64_is_one_round_trip(mq: EmbeddedClient, posts: Posts) -> Non
 
 def test_a_drain_of_64_is_three_round_trips_at_most_eight(mq: EmbeddedClient, posts: Posts) -> None:
     """receive 64: the claims in one request (with BEGIN), COMMIT in a second (the
-    messages are answered only once their claim committed); complete_batch 64: one."""
-    mq.send("q", _msgs(64))
-    mark = len(posts.bodies)
-    got = mq.receive("q", max_messages=64)
-    receive = len(posts.since(mark))
-    mark = len(posts.bodies)
-    results = mq.complete_batch("q", [(m.seq_number, m.lock_token) for m in got])
-    complete = len(posts.since(mark))
-    assert len(got) == 64 and all(r.ok for r in results)
-    assert (receive, complete) == (2, 1)
-    assert receive + complete <= 8
+    messages are answered only once their claim committed); complete_batch 64: one. The
+    first receive of a queue on a connection sends its claims in growing chunks (8, 16,
+    32, 8: a poll that finds one message sends 8 claims, not 64), the next ones as many
+    as the last one took."""
+    drains = []
+    for _ in range(3):
+        mq.send("q", _msgs(64))
+        mark = len(posts.bodies)
+        got = mq.receive("q", max_messages=64)
+        receive = len(posts.since(mark))
+        mark = len(posts.bodies)
+        results = mq.complete_batch("q", [(m.seq_number, m.lock_token) for m in got])
+        assert len(got) == 64 and all(r.ok for r in results)
+        drains.append((receive, len(posts.since(mark))))
+    assert drains == [(5, 1), (2, 1), (2, 1)]
+    assert all(sum(d) <= 8 for d in drains)
     assert mq.stats("q").total == 0
     # Completing again answers from the receipts (a lost answer retried), in one request.
     mark = len(posts.bodies)
     again = mq.complete_batch("q", [(m.seq_number, m.lock_token) for m in got])
     assert all(r.ok for r in again) and len(posts.since(mark)) == 1
     completed = [m.count for m in mq.observe().messages if (m.queue, m.event) == ("q", "completed")]
-    assert completed == [64]  # counted once, not twice
+    assert completed == [3 * 64]  # counted once, not twice
+
+
+def test_a_poll_that_finds_one_message_sends_a_small_chunk_of_claims(
+    mq: EmbeddedClient, posts: Posts
+) -> None:
+    """sqld reads every statement of a batch, those it skips too: a receive of 64 that
+    finds one message must not send 64 claims."""
+    mq.send_one("q", OutMessage(body=b"one"))
+    mark = len(posts.bodies)
+    assert len(mq.receive("q", max_messages=64)) == 1
+    claims = [body.count(b"SET state = 'locked'") for body in posts.since(mark)]
+    assert claims == [claim_pipelined.FIRST_CHUNK, 0]  # the claims, then the COMMIT
+
+
+def test_a_settlement_is_two_round_trips_an_abandon_three(mq: EmbeddedClient, posts: Posts) -> None:
+    """The fenced statement's row count decides (one request, with BEGIN); its receipt
+    travels with the COMMIT. An abandon also reads the state it left (dead-lettered?)."""
+    mq.send("q", _msgs(4))
+    got = mq.receive("q", max_messages=4)
+    counts = []
+    for m, settle in zip(got, ("complete", "reject", "defer", "abandon"), strict=True):
+        mark = len(posts.bodies)
+        getattr(mq, settle)("q", m.seq_number, m.lock_token)
+        counts.append(len(posts.since(mark)))
+    assert counts == [2, 2, 2, 3]
+    stats = mq.stats("q")
+    assert (stats.active, stats.deferred, stats.dead_lettered) == (1, 1, 1)
 
 
 def test_a_call_refused_before_its_first_statement_was_sent_costs_no_round_trip(
@@ -170,6 +203,23 @@ def test_a_lost_answer_of_a_commit_carrying_the_write_is_outcome_unknown_never_r
     finally:
         mq.close()
         relay.close()
+
+
+@pytest.mark.parametrize("delete", [False, True])
+def test_a_chunk_of_claims_that_crosses_the_byte_budget_claims_only_what_the_loop_would(
+    mq: EmbeddedClient, posts: Posts, monkeypatch: pytest.MonkeyPatch, delete: bool
+) -> None:
+    """The claims go 64 to a request; a chunk that crossed the budget before its end is
+    rolled back and claimed one by one: exactly the messages up to the one that crossed,
+    the rest left claimable (not locked until their lease expires)."""
+    mq.send("q", _msgs(10))
+    unit = encoded_size(mq.peek("q", max=1)[0]) + 64  # a claimed one has its lock token
+    monkeypatch.setattr(defaults, "RESPONSE_BYTE_BUDGET", int(2.5 * unit))
+    mode = "receive_and_delete" if delete else "peek_lock"
+    got = mq.receive("q", max_messages=10, mode=mode)
+    assert len(got) == 3
+    stats = mq.stats("q")
+    assert (stats.active, stats.locked) == (7, 0 if delete else 3)
 
 
 @pytest.mark.parametrize(

@@ -200,6 +200,9 @@ class RemoteConnection:
         self.in_transaction = False  # also while its BEGIN waits, unsent
         self._lost = False  # a transaction was lost: refuse statements until rollback()
         self._pending = Pending()
+        # Per queue, the messages its last receive claimed: the next one's first chunk
+        # of claims (claim_pipelined.py).
+        self.claim_hints: dict[str, int] = {}
 
     def execute(self, sql: str, params: Sequence[Any] | Mapping[str, Any] = ()) -> RemoteCursor:
         kind, name = classify(sql)
