@@ -133,6 +133,21 @@ def test_a_poll_that_finds_one_message_sends_a_small_chunk_of_claims(
     assert claims == [claim_pipelined.FIRST_CHUNK, 0]  # the claims, then the COMMIT
 
 
+def test_a_receive_with_an_attempt_id_is_three_round_trips_its_replay_two(
+    mq: EmbeddedClient, posts: Posts
+) -> None:
+    """The attempt's lookup (with BEGIN), the claims, then its record with the COMMIT
+    (the Receiver gives every receive an attempt id)."""
+    mq.send("q", _msgs(3))
+    mark = len(posts.bodies)
+    got = mq.receive("q", max_messages=3, attempt_id="a1")
+    first = len(posts.since(mark))
+    mark = len(posts.bodies)
+    again = mq.receive("q", max_messages=3, attempt_id="a1")
+    assert (first, len(posts.since(mark))) == (3, 2)
+    assert [m.lock_token for m in again] == [m.lock_token for m in got] and len(got) == 3
+
+
 def test_a_settlement_is_two_round_trips_an_abandon_three(mq: EmbeddedClient, posts: Posts) -> None:
     """The fenced statement's row count decides (one request, with BEGIN); its receipt
     travels with the COMMIT. An abandon also reads the state it left (dead-lettered?)."""

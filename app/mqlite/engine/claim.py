@@ -191,7 +191,11 @@ def save_attempt(
     """Record a non-empty claim (an empty one is not recorded: a retry may claim fresh)."""
     ttl = max(queue.config.lock_duration_ms, defaults.RECEIVE_ATTEMPT_MIN_TTL_MS)
     response = json.dumps([_encode_message(m) for m in messages], separators=(",", ":"))
-    conn.execute(SAVE_ATTEMPT_SQL, (queue.name, attempt_id, response, now_ms, now_ms + ttl))
+    row = (queue.name, attempt_id, response, now_ms, now_ms + ttl)
+    if isinstance(conn, RemoteConnection):  # nothing reads it: it travels with the COMMIT
+        conn.defer(SAVE_ATTEMPT_SQL, row)
+    else:
+        conn.execute(SAVE_ATTEMPT_SQL, row)
 
 
 def _encode_message(m: Message) -> dict[str, object]:
