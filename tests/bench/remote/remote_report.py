@@ -163,9 +163,9 @@ def before_after_table(
     load = " / ".join(f"{x:.1f}" for x in meta.get("loadavg", ())) or "?"
     out = ["", "## Before and after: " + label, ""]
     out += [f"*before*: `{meta.get('command', '?')}` on {label}, {meta.get('when', '?')}, "
-            f"load average {load} at its end; *after*: this run. Two runs, one after the "
-            "other on the same machine (the code differs, so they cannot interleave): the "
-            "round trips are exact, the times carry both runs' noise. µs per message, "
+            f"load average {load} at its end; *after*: this run. Two separate runs on the "
+            "same machine (the code differs, so their cells cannot interleave): the round "
+            "trips are exact, the times carry both runs' noise and load. µs per message, "
             "median.", ""]  # fmt: skip
     out += ["| call | store | round trips per call before → after | "
             "µs/msg before → after | before ÷ after |", "|---|---|---:|---:|---:|"]  # fmt: skip

@@ -21,6 +21,7 @@ import argparse
 import json
 import os
 import platform
+import shlex
 import signal
 import sqlite3
 import statistics
@@ -204,7 +205,7 @@ def run(args: argparse.Namespace, tmp: Path) -> dict[str, Any]:
             "when": time.strftime("%Y-%m-%d %H:%M UTC", time.gmtime()),
             "loadavg": os.getloadavg(),
             "pids": pids,
-            "command": " ".join(["tests/bench/remote/run.py", *sys.argv[1:]]),
+            "command": shlex.join(["tests/bench/remote/run.py", *sys.argv[1:]]),
             "round_trip_us": rtt,
         },
         "cells": cells,
@@ -245,6 +246,9 @@ def main() -> None:
     signal.signal(signal.SIGTERM, lambda *_: sys.exit(143))
     if args.source:  # the page again from a run's file (e.g. next to another --baseline)
         data = json.loads(Path(args.source).read_text())
+        data["meta"]["command"] += "`, this page by `" + " ".join(
+            ["tests/bench/remote/run.py", *sys.argv[1:]]
+        )
     else:
         with tempfile.TemporaryDirectory(dir=args.dir) as tmp:
             data = run(args, Path(tmp))
