@@ -1,7 +1,9 @@
 """Configuration from the environment, parsed once; a bad value fails naming the variable.
 
-Nothing else in mqlite reads ``os.environ``: callers pass ``os.environ`` (or any mapping)
-to ``Settings.from_env`` and overlay their command-line flags with ``with_flags``.
+Nothing else in mqlite reads or writes ``os.environ`` (tests/repo/test_house_guards.py
+fails on any other use): an entry point takes ``process_environ()`` and passes it (or any
+mapping, in tests) to ``Settings.from_env`` and overlays its command-line flags with
+``with_flags``; everything below an entry point is given values, never the environment.
 A typo never silently downgrades a setting: every unrecognised value is a startup error.
 
 Secrets can come from files instead (never argv, never the unit or compose file):
@@ -81,6 +83,12 @@ def _int(environ: Mapping[str, str], name: str, default: int, *, minimum: int) -
     if value < minimum:
         raise ConfigError(f"{name}={raw!r} must be at least {minimum}")
     return value
+
+
+def process_environ() -> Mapping[str, str]:
+    """The process environment, read-only: the one door to it, for entry points (the CLI,
+    ``serve``, the MCP server, ``open_embedded``, the kombu transport) to pass down."""
+    return os.environ
 
 
 def sync_from_env(environ: Mapping[str, str]) -> str:

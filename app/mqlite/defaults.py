@@ -82,7 +82,7 @@ REMOTE_RETRY_BACKOFF_S = (0.05, 0.2, 0.8)
 # callers in line would wait that long each): an outage is answered in ~1 s, not N.
 REMOTE_FAIL_FAST_S = 1.0
 # Read scale-out (MQLITE_DB_REPLICA): connections to the replica beside the one writer's,
-# so the remote store's pool is 4 connections, as the spec's internals §3 has it.
+# so the remote store's pool is 4 connections, as docs/architecture.md ("One writer") has it.
 REPLICA_CONNECTIONS = 3
 # One broker per remote database (engine/lease.py): the lease row lives 30 s and is renewed
 # every 10 s, so two renewals in a row can fail (a server restart) before it lapses.

@@ -125,11 +125,6 @@ VARIABLES: tuple[Variable, ...] = (
     Variable("MQLITE_ENDPOINT", "none (embedded)", "the broker the CLI and MCP server talk to"),
     Variable("MQLITE_TOKEN", "none", "the token sent to `MQLITE_ENDPOINT`", True),
     # -- internal and test-only ----------------------------------------------------------
-    Variable(
-        "MQLITE_LEASE_HOLDER",
-        "set by serve",
-        "internal: the broker's lease name, inherited by its worker",
-    ),
     Variable("MQLITE_TEST_HOOKS", "off", "test-only: allows `MQLITE_TEST_KILL_POINT`"),
     Variable("MQLITE_TEST_KILL_POINT", "none", "test-only: SIGKILL at a kill point (crash drills)"),
 )

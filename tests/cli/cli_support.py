@@ -9,7 +9,6 @@ import signal
 import socket
 import subprocess
 import sys
-import time
 import urllib.request
 from collections.abc import Iterator
 from contextlib import contextmanager
@@ -18,6 +17,7 @@ from pathlib import Path
 from typing import Any
 
 import mqlite
+from waiting import poll_real_process
 
 APP_DIR = str(Path(mqlite.__file__).resolve().parents[1])
 RUN_TIMEOUT_S = 30
@@ -118,18 +118,22 @@ def start_broker(data_dir: Path, token: str = ADMIN_TOKEN) -> Broker:
             start_new_session=True,
         )
     endpoint = f"http://127.0.0.1:{port}"
-    deadline = time.monotonic() + 20
-    while time.monotonic() < deadline:
+
+    def healthy() -> bool:
         if proc.poll() is not None:
             raise RuntimeError(f"broker exited: {log.read_text()}")
         try:
             with urllib.request.urlopen(endpoint + "/healthz", timeout=1) as resp:
-                if resp.status == 200:
-                    return Broker(proc, endpoint, db, log)
+                return bool(resp.status == 200)
         except OSError:
-            time.sleep(0.05)
-    stop_broker(Broker(proc, endpoint, db, log))
-    raise RuntimeError(f"broker did not become healthy: {log.read_text()}")
+            return False
+
+    try:
+        poll_real_process("the broker's /healthz", healthy, deadline_s=20)
+    except AssertionError:
+        stop_broker(Broker(proc, endpoint, db, log))
+        raise RuntimeError(f"broker did not become healthy: {log.read_text()}") from None
+    return Broker(proc, endpoint, db, log)
 
 
 def stop_broker(broker: Broker) -> None:

@@ -8,7 +8,6 @@ import signal
 import sqlite3
 import subprocess
 import threading
-import time
 from pathlib import Path
 
 import pytest
@@ -16,6 +15,7 @@ from cli_support import Cli, mqlite_cmd
 
 import mqlite
 from mqlite.engine import SCHEMA_VERSION
+from waiting import poll_real_process
 
 
 def _rows(db: Path) -> dict[int, tuple[str, bytes]]:
@@ -224,11 +224,14 @@ def test_a_sigkilled_backup_leaves_a_temp_file_the_next_backup_removes(
         stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
     )  # fmt: skip
     try:
-        deadline = time.monotonic() + KILL_POLL_DEADLINE_S
-        while not [p for p in backups.iterdir() if _size(p) > 1 << 20]:
+
+        def copying() -> bool:
             assert proc.poll() is None, "the backup finished before it could be killed"
-            assert time.monotonic() < deadline, "no temp file appeared"
-            time.sleep(0.001)
+            return bool([p for p in backups.iterdir() if _size(p) > 1 << 20])
+
+        poll_real_process(
+            "a temp file of the backup", copying, deadline_s=KILL_POLL_DEADLINE_S, interval_s=0.001
+        )
         proc.send_signal(signal.SIGKILL)
     finally:
         proc.kill()

@@ -17,7 +17,6 @@ import signal
 import socket
 import subprocess
 import sys
-import time
 import urllib.request
 from collections.abc import Iterator
 from contextlib import contextmanager, suppress
@@ -25,6 +24,8 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from docs_support import Block
+
+from waiting import poll_real_process
 
 REPO = Path(__file__).resolve().parents[2]
 # What a reader's checkout has at its root and the docs refer to.
@@ -185,8 +186,9 @@ def broker(work: Path) -> Iterator[dict[str, str]]:
 
 def _wait_ready(proc: subprocess.Popen[bytes], base_url: str, out: Path, err: Path) -> str:
     """The generated token from the JSON banner, once /healthz answers (polled)."""
-    deadline = time.monotonic() + BROKER_DEADLINE_S
-    while time.monotonic() < deadline:
+    found: list[str] = []
+
+    def ready() -> bool:
         if proc.poll() is not None:
             raise AssertionError(f"the docs broker exited:\n{err.read_text()}")
         complete = out.read_text().rpartition("\n")[0]  # a line being written is not read
@@ -197,6 +199,14 @@ def _wait_ready(proc: subprocess.Popen[bytes], base_url: str, out: Path, err: Pa
         ]
         if tokens:
             with suppress(OSError), urllib.request.urlopen(base_url + "/healthz", timeout=1):
-                return str(tokens[0])
-        time.sleep(0.05)
-    raise AssertionError(f"the docs broker did not start:\n{err.read_text()[-3000:]}")
+                found.append(str(tokens[0]))
+                return True
+        return False
+
+    try:
+        poll_real_process("the docs broker", ready, deadline_s=BROKER_DEADLINE_S)
+    except AssertionError as exc:
+        if "timed out" not in str(exc):
+            raise
+        raise AssertionError(f"the docs broker did not start:\n{err.read_text()[-3000:]}") from None
+    return found[0]

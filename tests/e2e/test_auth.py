@@ -27,37 +27,19 @@ from e2e_support import (
     unique,
 )
 
+import route_registry
+
 MONITOR_TOKEN = "mqk_e2e_monitor_" + "m" * 24
 
 # One representative request per route, valid against a queue named {q} holding a
 # message (the body may still fail later with 404/409: only 401/403 matter here).
-SEND_ROUTES = ["QueueService/Send", "QueueService/Schedule", "QueueService/Cancel"]
-LISTEN_ROUTES = [
-    "QueueService/Receive",
-    "QueueService/ReceiveDeferred",
-    "QueueService/Peek",
-    "QueueService/Stats",
-    "QueueService/Complete",
-    "QueueService/CompleteBatch",
-    "QueueService/Abandon",
-    "QueueService/Reject",
-    "QueueService/Defer",
-    "QueueService/Renew",
-    "QueueService/RenewBatch",
-]
-MANAGE_ROUTES = [
-    "AdminService/CreateQueue",
-    "AdminService/DeleteQueue",
-    "AdminService/Subscribe",
-    "AdminService/Unsubscribe",
-    "AdminService/ListQueues",
-    "AdminService/ListSubscriptions",
-    "AdminService/TestFilter",
-    "AdminService/Redrive",
-    "AdminService/Purge",
-    "AdminService/Status",
-]
-KEY_ROUTES = ["AuthService/CreateKey", "AuthService/ListKeys", "AuthService/RevokeKey"]
+# The lists come from the wire table (tests/route_registry.py): a new route joins the
+# matrix by its declared permission, and needs only its harmless body in ``body_for``.
+# Monitor routes (Observe) have their own matrix: tests/e2e/test_observe_routes.py.
+SEND_ROUTES = route_registry.with_permission("send")
+LISTEN_ROUTES = route_registry.with_permission("listen")
+KEY_ROUTES = route_registry.of_service("AuthService")
+MANAGE_ROUTES = [r for r in route_registry.with_permission("manage") if r not in KEY_ROUTES]
 ALL_ROUTES = SEND_ROUTES + LISTEN_ROUTES + MANAGE_ROUTES + KEY_ROUTES
 
 

@@ -6,7 +6,6 @@ from __future__ import annotations
 
 import sqlite3
 import threading
-import time
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -19,6 +18,7 @@ from mqlite.engine.measure import EVENTS
 from mqlite.engine.observe import QUEUE_GAUGES_SQL
 from mqlite.server.metrics import render
 from mqlite.types import OutMessage, QueueConfig
+from waiting import SignallingQueue, wait_for_condition
 
 START = 1_700_000_000_000
 
@@ -334,16 +334,20 @@ def _batched(eng: Engine, calls: int) -> list[BaseException | None]:
         except BaseException as exc:
             results.append(exc)
 
+    queued = threading.Condition()
+    plain = eng.writer._queue
+    eng.writer._queue = SignallingQueue(plain, queued)  # type: ignore[assignment]
     threads = [threading.Thread(target=holder)]
     threads[0].start()
     held.wait(10)
     threads += [threading.Thread(target=caller) for _ in range(calls)]
     for t in threads[1:]:
         t.start()
-    deadline = time.monotonic() + 10
-    while eng.writer.queued() < calls and time.monotonic() < deadline:
-        threading.Event().wait(0.002)
-    release.set()
+    try:
+        wait_for_condition(queued, lambda: eng.writer.queued() >= calls, "the batch", 10)
+    finally:
+        eng.writer._queue = plain
+        release.set()
     for t in threads:
         t.join(10)
     return results

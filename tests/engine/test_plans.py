@@ -1,5 +1,6 @@
-"""Query plans are behaviour (docs internals §5): the hot paths seek their partial index and
-never scan ``messages``. A plan regression here is the O(n^2) drain coming back."""
+"""Query plans are behaviour (docs/architecture.md, "Staying fast"): the hot paths seek
+their partial index and never scan ``messages``. A plan regression here is the O(n^2)
+drain coming back."""
 
 from __future__ import annotations
 

@@ -140,7 +140,7 @@ def test_the_pool_is_the_writer_plus_the_replica_connections_and_counts_waits(
     # the schema too (before it, a replica read fails "no such table: messages").
     wait_until(lambda: _peek_count(mq, "q") == 0)
     pool = mq.observe().storage.pool
-    assert pool.max_open == 4  # internals §3: a remote store's pool of 4
+    assert pool.max_open == 4  # docs/architecture.md: a remote store's pool of 4
     replica = mq._engine.replica
     with contextlib.ExitStack() as stack:
         for _ in range(replica.size):

@@ -1,5 +1,6 @@
-"""Bounded transient retries of the remote store (issue 16; internals §3: only the remote
-store retries), on a real sqld behind a TCP proxy (``StallProxy`` in tests/sqld_harness.py):
+"""Bounded transient retries of the remote store (issue 16; only the remote store retries:
+docs/architecture.md, "One writer"), on a real sqld behind a TCP proxy (``StallProxy`` in
+tests/sqld_harness.py):
 a request that never reached the server is sent again, whatever it carries; a lost
 answer is retried only for a read or a BEGIN outside a transaction; never for a write
 or a COMMIT. The retries' pause is substituted (``sleep=``), so no test sleeps on it."""

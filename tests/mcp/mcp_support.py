@@ -14,7 +14,6 @@ import json
 import socket
 import subprocess
 import sys
-import time
 from collections.abc import AsyncIterator, Iterator, Mapping, Sequence
 from pathlib import Path
 from typing import Any
@@ -40,6 +39,8 @@ from e2e_support import (
     now_ms,
     unique,
 )
+
+from waiting import poll_real_process
 
 MCP_COMMAND = str(Path(sys.executable).with_name("mqlite-mcp"))
 GOLDEN = Path(__file__).resolve().parents[1] / "golden" / "mcp_tools.json"
@@ -151,15 +152,15 @@ def http_listener(
             preexec_fn=None if nofile is None else _nofile_limit(nofile),
         )
     try:
-        deadline = time.monotonic() + STARTUP_DEADLINE_S
-        while True:
+
+        def listening() -> bool:
             if proc.poll() is not None:
                 raise AssertionError(f"mqlite-mcp --http exited: {stderr.read_text()[-2000:]}")
             with contextlib.suppress(OSError), socket.create_connection(("127.0.0.1", port), 0.5):
-                break
-            if time.monotonic() > deadline:
-                raise AssertionError("mqlite-mcp --http did not listen in time")
-            time.sleep(0.05)
+                return True
+            return False
+
+        poll_real_process("mqlite-mcp --http to listen", listening, deadline_s=STARTUP_DEADLINE_S)
         yield proc, f"http://127.0.0.1:{port}/mcp"
     finally:
         proc.terminate()

@@ -7,10 +7,11 @@ import os
 import socket
 import subprocess
 import sys
-import time
 import urllib.request
 from dataclasses import dataclass
 from pathlib import Path
+
+from waiting import poll_real_process
 
 ADMIN_TOKEN = "mqk_" + "a" * 64
 
@@ -54,13 +55,17 @@ def start_broker(directory: Path, token: str = ADMIN_TOKEN) -> Broker:
         )
     url = f"http://127.0.0.1:{port}"
     broker = Broker(url, token, proc, log)
-    deadline = time.monotonic() + 30
-    while time.monotonic() < deadline:
+
+    def healthy() -> bool:
         if proc.poll() is not None:
             raise RuntimeError(f"broker exited: {log.read_text()[-2000:]}")
         with contextlib.suppress(OSError), urllib.request.urlopen(url + "/healthz", timeout=1) as r:
-            if r.status == 200:
-                return broker
-        time.sleep(0.05)
-    broker.stop()
-    raise RuntimeError(f"broker did not start: {log.read_text()[-2000:]}")
+            return bool(r.status == 200)
+        return False
+
+    try:
+        poll_real_process("the broker's /healthz", healthy, deadline_s=30)
+    except AssertionError:
+        broker.stop()
+        raise RuntimeError(f"broker did not start: {log.read_text()[-2000:]}") from None
+    return broker

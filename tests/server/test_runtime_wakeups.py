@@ -22,11 +22,11 @@ def test_a_woken_poll_whose_client_left_hands_its_wake_to_the_next(tmp_path: Pat
         kw = {"delete": False, "attempt_id": None}
         a = asyncio.ensure_future(runtime.receive("q", 1, 10_000, disconnected=gone_a, **kw))
         await asyncio.sleep(0)
-        while engine.notifier.waiting("q") < 1:
-            await asyncio.sleep(0.001)
+        # the notifier signals each parked poll (no polling of its count)
+        assert await asyncio.to_thread(engine.notifier.wait_for_waiters, "q", 1)
         b = asyncio.ensure_future(runtime.receive("q", 1, 10_000, disconnected=gone_b, **kw))
-        while engine.notifier.waiting("q") < 2:
-            await asyncio.sleep(0.001)
+        # the notifier signals each parked poll (no polling of its count)
+        assert await asyncio.to_thread(engine.notifier.wait_for_waiters, "q", 2)
         gone_a.set()  # A's client has gone; A has not seen it yet ...
         # ... and the loop is held here while the send commits and wakes the OLDEST poll, A.
         engine.send_one("q", OutMessage(b"for whoever is still there"))
@@ -64,8 +64,8 @@ def test_one_send_wakes_one_of_many_parked_polls(tmp_path: Path) -> None:
             )
             for _ in range(50)
         ]
-        while engine.notifier.waiting("q") < 50:
-            await asyncio.sleep(0.001)
+        # the notifier signals each parked poll (no polling of its count)
+        assert await asyncio.to_thread(engine.notifier.wait_for_waiters, "q", 50)
         await runtime.call(int)  # every poll's claims so far are done
         before = claims
         await runtime.call(engine.send_one, "q", OutMessage(b"one"))

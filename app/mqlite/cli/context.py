@@ -15,7 +15,7 @@ import mqlite
 from mqlite import defaults
 from mqlite.cli.endpoint import EndpointError, Target, resolve
 from mqlite.cli.output import Output
-from mqlite.config import remote_db_token
+from mqlite.config import process_environ, remote_db_token
 
 
 class UsageError(Exception):
@@ -69,7 +69,7 @@ class Context:
         if self._target is None:
             try:
                 self._target = resolve(
-                    os.environ, getattr(self.args, "endpoint", None), self._token_flag()
+                    process_environ(), getattr(self.args, "endpoint", None), self._token_flag()
                 )
             except EndpointError as exc:
                 raise (UsageError if exc.flag else Failure)(str(exc)) from None
@@ -109,7 +109,7 @@ class Context:
                 background=False,
                 catch_up=True,
                 # a remote libSQL DSN's token: environment or secret file, never argv
-                auth_token=remote_db_token(os.environ),
+                auth_token=remote_db_token(process_environ()),
             )
             self._embedded = self._client = client
         return self._embedded

@@ -65,11 +65,11 @@ def build_parser(*, serve_only: bool = False) -> argparse.ArgumentParser:
 
 
 def _serve(args: argparse.Namespace, argv: list[str]) -> int:
-    from mqlite.config import Settings
+    from mqlite.config import Settings, process_environ
     from mqlite.server.serve import note, refuse, run
 
     try:
-        settings = Settings.from_env(os.environ).with_flags(
+        settings = Settings.from_env(process_environ()).with_flags(
             addr=args.addr,
             metrics=args.metrics,
             insecure_allow_remote=args.insecure_allow_remote,
@@ -79,8 +79,8 @@ def _serve(args: argparse.Namespace, argv: list[str]) -> int:
         return refuse(exc.message)  # a JSON line too: the broker's stderr is a log
     from mqlite.cli import replicate
 
-    if replicate.is_launch(os.environ):  # MQLITE_REPLICA_URL: under litestream (exec)
-        return refuse(replicate.launch(os.environ, argv[1:], settings.db, note))
+    if replicate.is_launch(process_environ()):  # MQLITE_REPLICA_URL: under litestream (exec)
+        return refuse(replicate.launch(process_environ(), argv[1:], settings.db, note))
     return run(settings)
 
 

@@ -25,7 +25,7 @@ from mqlite.types import Message, OrderingMode, QueueInfo
 # standard and group_fifo share this statement (ungrouped rows have no head-of-line).
 # Do NOT merge the three EXISTS into one `state IN (...)` or an OR of states: the planner
 # cannot match that to a partial index and falls back to a rowid scan -- O(n) per
-# candidate, O(n^2) to drain a blocked backlog (docs internals §5, MQLITE-22).
+# candidate, O(n^2) to drain a blocked backlog (docs/architecture.md, "Staying fast"; MQLITE-22).
 CLAIM_GROUPED_SQL = f"""
 UPDATE messages
    SET state = 'locked', locked_until = :until, lock_token = :token,

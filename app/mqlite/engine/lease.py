@@ -55,13 +55,15 @@ _RELEASE = "DELETE FROM broker_lease WHERE id = 1 AND holder = ?"
 OnCommit = Callable[[], None]
 
 
-# The broker's name for its lease, set by ``mqlite serve``'s master before it forks the
+# The broker's name for its lease, chosen by ``mqlite serve``'s master before it forks the
 # worker (``name_this_broker``): a worker gunicorn starts in place of a dead one (a crash,
 # the OOM killer) holds the lease under the same name and takes over the dead worker's
 # live lease, instead of being refused by it for a whole lease (which ended the broker:
 # "Worker failed to boot"). The master runs exactly one worker at a time, and starts a
-# replacement only once it has reaped the dead one.
-HOLDER_ENV = "MQLITE_LEASE_HOLDER"
+# replacement only once it has reaped the dead one. A module global, not an environment
+# variable: gunicorn forks its workers without exec, so they inherit the master's memory
+# (and only ``config.py`` touches the process environment, tests/repo/test_house_guards.py).
+_broker_name: str | None = None
 
 
 def _fresh_holder_id() -> str:
@@ -71,12 +73,13 @@ def _fresh_holder_id() -> str:
 def new_holder_id() -> str:
     """Who holds the lease, as an operator reads it: host, pid (serve's master), and a
     random suffix (two opens in one process outside serve are two holders)."""
-    return os.environ.get(HOLDER_ENV, "").strip() or _fresh_holder_id()
+    return _broker_name or _fresh_holder_id()
 
 
 def name_this_broker() -> None:
     """In ``serve``'s master, before forking: every worker it starts holds one name."""
-    os.environ[HOLDER_ENV] = _fresh_holder_id()
+    global _broker_name
+    _broker_name = _fresh_holder_id()
 
 
 def _when(ms: int, now_ms: int) -> str:

@@ -15,10 +15,31 @@ from dataclasses import dataclass
 
 from mqlite.defaults import DLQ_DELETE_BATCH, DLQ_MAX_BATCHES, RECLAIM_FREELIST_PAGES
 from mqlite.engine import retry
+from mqlite.engine.settle import redeliver_sql
 from mqlite.types import QueueConfig
 
 LOCK_EXPIRED = "lock expired"
 """The last error a message gets when its lease lapsed (no consumer said why)."""
+
+# The queue's delivery limit, a primary-key probe per row.
+_QUEUE_MAX = "(SELECT q.max_delivery_count FROM queues q WHERE q.name = messages.queue)"
+
+
+def _release_locks_sql(where: str, recorded: str = "") -> str:
+    """One template for every release of leases in bulk: a row at its queue's delivery
+    limit is dead-lettered, any other goes back to active; ``recorded`` adds SET clauses
+    (the reaper records why)."""
+    return f"""
+UPDATE messages SET
+    state = CASE WHEN delivery_count >= {_QUEUE_MAX} THEN 'dead_lettered' ELSE 'active' END,
+    dead_letter_reason = CASE WHEN delivery_count >= {_QUEUE_MAX}
+                              THEN 'MaxDeliveryCountExceeded' ELSE dead_letter_reason END,{recorded}
+    lock_token = NULL,
+    locked_until = 0
+WHERE {where}
+RETURNING queue, state
+"""
+
 
 # Reaper: one UPDATE over all queues; RETURNING gives the queues to wake without a
 # second probe. Seeks idx_msg_locked (state, locked_until); the queue's retry bound is a
@@ -27,25 +48,14 @@ LOCK_EXPIRED = "lock expired"
 # recorded as the message's last error ('lock expired', at the lease deadline), and a
 # dead letter's description carries it. Queues with a retry policy were parked first
 # (PARK_EXPIRED_SQL), so none of their rows is left for this statement.
-REAP_LOCKS_SQL = f"""
-UPDATE messages SET
-    state = CASE WHEN delivery_count >= (SELECT q.max_delivery_count FROM queues q
-                                         WHERE q.name = messages.queue)
-                 THEN 'dead_lettered' ELSE 'active' END,
-    dead_letter_reason = CASE WHEN delivery_count >= (SELECT q.max_delivery_count FROM queues q
-                                                      WHERE q.name = messages.queue)
-                              THEN 'MaxDeliveryCountExceeded' ELSE dead_letter_reason END,
-    dead_letter_description = CASE WHEN delivery_count >= (SELECT q.max_delivery_count
-                                                           FROM queues q
-                                                           WHERE q.name = messages.queue)
+REAP_LOCKS_SQL = _release_locks_sql(
+    "state = 'locked' AND locked_until <= :now",
+    recorded=f"""
+    dead_letter_description = CASE WHEN delivery_count >= {_QUEUE_MAX}
                                    THEN '{LOCK_EXPIRED}' ELSE dead_letter_description END,
     last_error = '{LOCK_EXPIRED}',
-    last_error_at = locked_until,
-    lock_token = NULL,
-    locked_until = 0
-WHERE state = 'locked' AND locked_until <= :now
-RETURNING queue, state
-"""
+    last_error_at = locked_until,""",
+)
 
 # A queue with a retry policy: its expired leases, then one guarded UPDATE each parking
 # the row in `scheduled` until ``locked_until + delay`` (engine/retry.py), exactly like an
@@ -57,38 +67,21 @@ SELECT id, delivery_count, locked_until FROM messages
 WHERE queue = :queue AND state = 'locked' AND locked_until <= :now
 """
 
-PARK_EXPIRED_SQL = f"""
-UPDATE messages SET
-    state = CASE WHEN delivery_count >= :max THEN 'dead_lettered'
-                 WHEN :visible > :now THEN 'scheduled' ELSE 'active' END,
-    dead_letter_reason = CASE WHEN delivery_count >= :max THEN 'MaxDeliveryCountExceeded'
-                              ELSE dead_letter_reason END,
-    dead_letter_description = CASE WHEN delivery_count >= :max THEN '{LOCK_EXPIRED}'
-                                   ELSE dead_letter_description END,
-    visible_at = CASE WHEN delivery_count >= :max THEN visible_at ELSE :visible END,
-    last_error = '{LOCK_EXPIRED}',
-    last_error_at = locked_until,
-    lock_token = NULL,
-    locked_until = 0
-WHERE id = :id AND state = 'locked' AND locked_until <= :now
-RETURNING queue, state
-"""
+PARK_EXPIRED_SQL = (
+    redeliver_sql(
+        delayed=":visible > :now",
+        visible=":visible",
+        error=f"'{LOCK_EXPIRED}'",
+        dead_description=f"'{LOCK_EXPIRED}'",
+        error_at="locked_until",
+        where="id = :id AND state = 'locked' AND locked_until <= :now",
+    )
+    + "RETURNING queue, state\n"
+)
 
 # Crash recovery at open: no lease survives a restart, live or expired (§3.1, §13.1), so
 # every locked row is released (a crash never buys an extra delivery). idx_msg_locked.
-RECOVER_LOCKS_SQL = """
-UPDATE messages SET
-    state = CASE WHEN delivery_count >= (SELECT q.max_delivery_count FROM queues q
-                                         WHERE q.name = messages.queue)
-                 THEN 'dead_lettered' ELSE 'active' END,
-    dead_letter_reason = CASE WHEN delivery_count >= (SELECT q.max_delivery_count FROM queues q
-                                                      WHERE q.name = messages.queue)
-                              THEN 'MaxDeliveryCountExceeded' ELSE dead_letter_reason END,
-    lock_token = NULL,
-    locked_until = 0
-WHERE state = 'locked'
-RETURNING queue, state
-"""
+RECOVER_LOCKS_SQL = _release_locks_sql("state = 'locked'")
 
 # Scheduler: due scheduled rows become active; visible_at is kept (the TTL anchor and
 # what Peek shows). Seeks idx_msg_scheduled (state, visible_at); RETURNING = queues to wake.

@@ -27,44 +27,36 @@ _PAGE = "queue = :queue AND id >= :from_seq"
 # statements of 4 under sqld's default 10 MiB response limit.
 REMOTE_PEEK_ROWS = 64
 
+
 # One statement per state: the single state equality lets the planner seek that state's
 # partial index (queue, id) from ``from_seq`` and read rows already in id order.
-PEEK_ACTIVE_SQL = f"""
-SELECT {MESSAGE_COLUMNS} FROM messages WHERE state = 'active' AND {_PAGE}
-ORDER BY id LIMIT :max
-"""  # idx_msg_active
-PEEK_LOCKED_SQL = f"""
-SELECT {MESSAGE_COLUMNS} FROM messages WHERE state = 'locked' AND {_PAGE}
-ORDER BY id LIMIT :max
-"""  # idx_msg_locked_head
-PEEK_DEFERRED_SQL = f"""
-SELECT {MESSAGE_COLUMNS} FROM messages WHERE state = 'deferred' AND {_PAGE}
-ORDER BY id LIMIT :max
-"""  # idx_msg_deferred
-PEEK_SCHEDULED_SQL = f"""
-SELECT {MESSAGE_COLUMNS} FROM messages WHERE state = 'scheduled' AND {_PAGE}
-ORDER BY id LIMIT :max
-"""  # idx_msg_sched_head
-PEEK_DEAD_LETTERED_SQL = f"""
-SELECT {MESSAGE_COLUMNS} FROM messages WHERE state = 'dead_lettered' AND {_PAGE}
-ORDER BY id LIMIT :max
-"""  # idx_msg_dlq
+def _select_state(state: str) -> str:
+    return f"SELECT {MESSAGE_COLUMNS} FROM messages WHERE state = '{state}' AND {_PAGE}"
+
+
+_PAGE_END = "ORDER BY id LIMIT :max"
+
+
+def _peek_state_sql(state: str) -> str:
+    return f"\n{_select_state(state)}\n{_PAGE_END}\n"
+
+
+PEEK_ACTIVE_SQL = _peek_state_sql("active")  # idx_msg_active
+PEEK_LOCKED_SQL = _peek_state_sql("locked")  # idx_msg_locked_head
+PEEK_DEFERRED_SQL = _peek_state_sql("deferred")  # idx_msg_deferred
+PEEK_SCHEDULED_SQL = _peek_state_sql("scheduled")  # idx_msg_sched_head
+PEEK_DEAD_LETTERED_SQL = _peek_state_sql("dead_lettered")  # idx_msg_dlq
 
 # No state filter: there is no index on (queue, id) over all states, and a rowid range
 # walk would read every other queue's rows too. A UNION ALL of the five per-state seeks
 # plans as an ordered MERGE, so the page streams in id order from the five indexes.
-PEEK_ALL_SQL = f"""
-SELECT {MESSAGE_COLUMNS} FROM messages WHERE state = 'active' AND {_PAGE}
-UNION ALL
-SELECT {MESSAGE_COLUMNS} FROM messages WHERE state = 'locked' AND {_PAGE}
-UNION ALL
-SELECT {MESSAGE_COLUMNS} FROM messages WHERE state = 'deferred' AND {_PAGE}
-UNION ALL
-SELECT {MESSAGE_COLUMNS} FROM messages WHERE state = 'scheduled' AND {_PAGE}
-UNION ALL
-SELECT {MESSAGE_COLUMNS} FROM messages WHERE state = 'dead_lettered' AND {_PAGE}
-ORDER BY id LIMIT :max
-"""
+PEEK_ALL_SQL = (
+    "\n"
+    + "\nUNION ALL\n".join(
+        _select_state(s) for s in ("active", "locked", "deferred", "scheduled", "dead_lettered")
+    )
+    + f"\n{_PAGE_END}\n"
+)
 
 _PEEK_BY_STATE: dict[str, str] = {
     State.ACTIVE: PEEK_ACTIVE_SQL,

@@ -9,8 +9,8 @@ settlements and every write stay on the primary, and so does anything that must 
 own writes (the catalog, dedup, receipts).
 
 The replica gets a small pool of its own connections (``defaults.REPLICA_CONNECTIONS``:
-with the writer's one, the pool of 4 of the spec's internals §3), each used by one
-thread at a time; a caller waits for a free one, and those waits are the observation's
+with the writer's one, the pool of 4 of docs/architecture.md, "One writer"), each used by
+one thread at a time; a caller waits for a free one, and those waits are the observation's
 pool waits. A replica that cannot be reached fails the read (503, naming the replica):
 reads are not silently moved to the primary, whose load the replica exists to spare.
 """

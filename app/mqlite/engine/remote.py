@@ -31,7 +31,8 @@ where the engine relies on it (``execute``/``executemany``, a cursor with ``fetc
   ``ROLLBACK``, or a ``BEGIN``): a later ``SAVEPOINT`` would otherwise open a new
   transaction on a fresh stream and its ``RELEASE`` commit part of the caller's work
   alone (issue 26).
-- **Retries** (internals §3: the remote store is the only one that retries), bounded by
+- **Retries** (the remote store is the only one that retries: docs/architecture.md, "One
+  writer"), bounded by
   ``defaults.REMOTE_RETRY_BACKOFF_S`` and the first attempt's timeout, and only where they
   cannot apply anything twice: any request that never reached the server whole (the
   connect or the write failed: ``TransportError.sent`` is False; a transaction's stream

@@ -37,27 +37,45 @@ _FENCE = (
 
 COMPLETE_SQL = f"DELETE FROM messages WHERE {_FENCE}"
 
+
 # At the delivery limit an abandon dead-letters (count was incremented at claim, so a
 # message is delivered at most max times), its description carrying the last error; with
 # a delay (explicit, or the queue's retry policy: engine/retry.py) it parks in
 # `scheduled`, which keeps holding its group's line on ordered paths until redelivered.
 # :error NULL (none given) keeps the message's previous last error.
-ABANDON_SQL = f"""
+def redeliver_sql(
+    *, delayed: str, visible: str, error: str, dead_description: str, error_at: str, where: str
+) -> str:
+    """One template for a lease given back for redelivery (an Abandon; the reaper's
+    parking of an expired lease on a queue with a retry policy): dead-lettered at the
+    delivery limit (``:max``), else ``scheduled`` at ``visible`` while ``delayed``, else
+    active; the failure is recorded as the last error."""
+    return f"""
 UPDATE messages SET
     state = CASE WHEN delivery_count >= :max THEN 'dead_lettered'
-                 WHEN :delay > 0 THEN 'scheduled' ELSE 'active' END,
+                 WHEN {delayed} THEN 'scheduled' ELSE 'active' END,
     dead_letter_reason = CASE WHEN delivery_count >= :max THEN '{MAX_DELIVERY_REASON}'
                               ELSE dead_letter_reason END,
     dead_letter_description = CASE WHEN delivery_count >= :max
-                                   THEN COALESCE(:error, last_error)
+                                   THEN {dead_description}
                                    ELSE dead_letter_description END,
     visible_at = CASE WHEN delivery_count >= :max THEN visible_at
-                      ELSE :now + MAX(:delay, 0) END,
-    last_error = COALESCE(:error, last_error),
-    last_error_at = CASE WHEN :error IS NULL THEN last_error_at ELSE :now END,
+                      ELSE {visible} END,
+    last_error = {error},
+    last_error_at = {error_at},
     lock_token = NULL, locked_until = 0
- WHERE {_FENCE}
+ WHERE {where}
 """
+
+
+ABANDON_SQL = redeliver_sql(
+    delayed=":delay > 0",
+    visible=":now + MAX(:delay, 0)",
+    error="COALESCE(:error, last_error)",
+    dead_description="COALESCE(:error, last_error)",
+    error_at="CASE WHEN :error IS NULL THEN last_error_at ELSE :now END",
+    where=_FENCE,
+)
 
 # The delivery count a retry policy needs, read only on a queue that has one (the fence
 # of the abandon itself decides; a row this misses is refused by it).

@@ -11,7 +11,6 @@ Celery reports them and retries with its own backoff.
 from __future__ import annotations
 
 import logging
-import os
 import queue as stdqueue
 import threading
 from dataclasses import dataclass
@@ -25,7 +24,7 @@ from mqlite.kombu import channel as channels
 from mqlite.kombu import clients, mapping
 from mqlite.kombu.leases import Lease, LeaseBook
 from mqlite.kombu.polling import Delivery, Poller
-from mqlite.sdk.endpoint import ConnectionFailed
+from mqlite.sdk.endpoint import ConnectionFailed, process_environ
 from mqlite.sdk.protocol import Client
 from mqlite.types import Message, OrderingMode, QueueConfig
 
@@ -72,7 +71,9 @@ class Options:
             round(lock_s * 1000), max_delivery, round(dedup_s * 1000), str(ordering)
         )
         timeout_s = _seconds(options, "timeout", 30, 0.1, 3600)
-        return cls(clients.resolve_token(options, os.environ), qd, round(wait_s * 1000), timeout_s)
+        return cls(
+            clients.resolve_token(options, process_environ()), qd, round(wait_s * 1000), timeout_s
+        )
 
     def __repr__(self) -> str:  # never the token
         return f"Options(queue_defaults={self.queue_defaults!r}, wait_ms={self.wait_ms})"

@@ -12,12 +12,11 @@ from __future__ import annotations
 
 import argparse
 import logging
-import os
 import sys
 from collections.abc import Sequence
 
 from mqlite import errors, wire
-from mqlite.config import ConfigError
+from mqlite.config import ConfigError, process_environ
 from mqlite.sdk.endpoint import ConnectionFailed
 from mqlite.sdk.http import HttpClient
 from mqlite.sdk.retry import RetryPolicy
@@ -97,7 +96,7 @@ def main(argv: Sequence[str] | None = None) -> int:
             return _fail(INSTALL_HINT, 1)
         raise
     try:
-        settings = Settings.from_env(os.environ, args.http)
+        settings = Settings.from_env(process_environ(), args.http)
     except ConfigError as exc:
         return _fail(exc.message, 2)
     logs.install()

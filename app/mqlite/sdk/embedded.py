@@ -9,7 +9,6 @@ store and catalog stay private; tests reach them through ``mqlite.testing``.
 
 from __future__ import annotations
 
-import os
 from collections.abc import Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass
@@ -17,7 +16,7 @@ from typing import TYPE_CHECKING
 
 from mqlite import defaults
 from mqlite.clock import Clock
-from mqlite.config import sync_from_env
+from mqlite.config import process_environ, sync_from_env
 from mqlite.engine import SCHEMA_VERSION, DiskLimits, DLQBounds, Engine, EngineTx
 from mqlite.engine import backup as snapshots
 from mqlite.engine.backup import DatabaseFacts, Progress, Snapshot
@@ -81,7 +80,7 @@ class EmbeddedClient(EmbeddedMethods):
         replica: str = "",
     ) -> None:
         if sync is None:
-            sync = sync_from_env(os.environ)
+            sync = sync_from_env(process_environ())
         self._engine = Engine(
             dsn,
             clock=clock,

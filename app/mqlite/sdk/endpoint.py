@@ -19,6 +19,10 @@ from dataclasses import dataclass
 from urllib.parse import unquote, urlsplit
 
 from mqlite import defaults, errors
+from mqlite.config import process_environ
+
+# Re-exported for the kombu transport, which may not import mqlite.config (its contract).
+__all__ = ["ConnectionFailed", "Endpoint", "parse_endpoint", "process_environ", "resolve_token"]
 
 
 class ConnectionFailed(errors.MQLiteError):

@@ -26,7 +26,7 @@ from starlette.routing import Route
 from starlette.types import Receive, Scope, Send
 
 from mqlite import errors, wire
-from mqlite.config import Settings
+from mqlite.config import Settings, process_environ
 from mqlite.engine import DiskLimits, DLQBounds, Engine
 from mqlite.engine.observation import Observation
 from mqlite.scheduling import MaintenanceScheduler
@@ -141,7 +141,7 @@ class BrokerApp:
         )
         self.runtime = Runtime(engine)
         self.replication = ReplicationProbe.from_env(
-            os.environ, engine.store.location.path, engine.now_ms
+            process_environ(), engine.store.location.path, engine.now_ms
         )
         self.started_ms = engine.now_ms()
         # A lost lease on a remote database (engine/lease.py): the store refuses writes;
@@ -158,7 +158,7 @@ class BrokerApp:
             scheduler.stop()
             engine.close()
             if self.replication is not None:
-                self.replication.final_sync(os.environ)
+                self.replication.final_sync(process_environ())
             log.info("broker stopped")
             if diagnostics is not None:
                 diagnostics.close()

@@ -85,8 +85,9 @@ def restore(ctx: Context) -> int:
         raise UsageError("give a SNAPSHOT or --from s3://bucket/path (one of them)")
     if ctx.args.replica is not None:
         from mqlite.cli.replicate import restore_replica
+        from mqlite.config import process_environ
 
-        target = restore_replica(os.environ, ctx.args.replica, ctx.args.data_dir)
+        target = restore_replica(process_environ(), ctx.args.replica, ctx.args.data_dir)
         if ctx.out.json:
             ctx.out.obj({"path": target, "from": ctx.args.replica, "integrity": "ok"})
         else:
