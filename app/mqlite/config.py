@@ -138,13 +138,24 @@ def key_rate_limit_from_env(environ: Mapping[str, str]) -> tuple[int, int]:
 
 
 def access_log_from_env(environ: Mapping[str, str]) -> str:
-    """``MQLITE_ACCESS_LOG``: ``all`` (the default), ``errors`` or ``off``. The default
-    stays ``all`` until the audit trail (issue 35) records who changed what: with
-    ``errors`` a successful purge or key creation would leave no record at all."""
-    raw = environ.get("MQLITE_ACCESS_LOG", "").strip().lower() or "all"
+    """``MQLITE_ACCESS_LOG``: ``errors`` (the default), ``all`` or ``off``. ``errors`` is
+    enough since the audit trail (engine/audit.py) records who changed what in the
+    database; ``all`` costs ~230 bytes of log per request."""
+    raw = environ.get("MQLITE_ACCESS_LOG", "").strip().lower() or "errors"
     if raw not in ("all", "errors", "off"):
         raise ConfigError(f"MQLITE_ACCESS_LOG={raw!r} is not all, errors or off")
     return raw
+
+
+def audit_age_from_env(environ: Mapping[str, str]) -> int:
+    """``MQLITE_AUDIT_RETENTION``: how long audit rows are kept (a duration, default
+    90d); ``0`` or ``off`` keeps them regardless of age (the row bound still applies)."""
+    raw = environ.get("MQLITE_AUDIT_RETENTION", "").strip().lower()
+    if not raw:
+        return defaults.AUDIT_MAX_AGE_MS
+    if raw in ("0", "off"):
+        return 0
+    return parse_duration_ms(raw, name="MQLITE_AUDIT_RETENTION")
 
 
 def remote_db_token(environ: Mapping[str, str]) -> str:
@@ -256,7 +267,10 @@ class Settings:
     # MQLITE_KEY_RATE_LIMIT: (per second, burst) for managed keys that set none; 0 = none.
     key_rate_limit: tuple[int, int] = (0, 0)
     # MQLITE_ACCESS_LOG: all | errors (4xx/5xx and requests slower than 1 s) | off.
-    access_log: str = "all"
+    access_log: str = "errors"
+    # The audit trail's retention (engine/audit_ops.py): by age and by rows; 0 = no bound.
+    audit_max_age_ms: int = defaults.AUDIT_MAX_AGE_MS
+    audit_max_rows: int = defaults.AUDIT_MAX_ROWS
 
     @property
     def auth(self) -> bool:
@@ -353,6 +367,10 @@ class Settings:
             checkpoint=checkpoint_from_env(environ),
             key_rate_limit=key_rate_limit_from_env(environ),
             access_log=access_log_from_env(environ),
+            audit_max_age_ms=audit_age_from_env(environ),
+            audit_max_rows=_int(
+                environ, "MQLITE_AUDIT_MAX_ROWS", defaults.AUDIT_MAX_ROWS, minimum=0
+            ),
         )
 
     def with_flags(

@@ -54,6 +54,9 @@ JANITOR_INTERVAL_MS = 60_000
 
 # DLQ retention: per pass, per dimension, per queue.
 DLQ_DELETE_BATCH = 1000
+# The audit trail's retention (engine/audit.py): MQLITE_AUDIT_RETENTION / _MAX_ROWS.
+AUDIT_MAX_AGE_MS = 90 * 24 * 3600 * 1000
+AUDIT_MAX_ROWS = 1_000_000
 DLQ_MAX_BATCHES = 100
 
 # Free-page reclaim threshold (pages on the freelist).

@@ -90,10 +90,18 @@ VARIABLES: tuple[Variable, ...] = (
     Variable("MQLITE_DLQ_MAX_BYTES", "0 (off)", "dead-letter bytes kept per queue (0 = unbounded)"),
     Variable("MQLITE_LOG_LEVEL", "INFO", "DEBUG/INFO/WARNING/ERROR"),
     Variable(
+        "MQLITE_AUDIT_RETENTION",
+        "90d",
+        "audit-trail rows older than this are deleted (ms s m h d w; `0`/`off` = no age bound)",
+    ),
+    Variable(
+        "MQLITE_AUDIT_MAX_ROWS", "1000000", "audit-trail rows kept, newest first (0 = unbounded)"
+    ),
+    Variable(
         "MQLITE_ACCESS_LOG",
-        "all",
+        "errors",
         "access-log lines: `errors` (4xx/5xx and requests slower than 1 s), `all` (every "
-        "request, ~230 bytes each: 2.29 MB per 10,000 Sends), `off`",
+        "request, ~234 bytes each: 2.34 MB per 10,000 Sends), `off`",
     ),
     Variable(
         "MQLITE_KEY_RATE_LIMIT",

@@ -259,6 +259,23 @@ class AccessKey:
 
 
 @dataclass(frozen=True, slots=True)
+class AuditEntry:
+    """One row of the audit trail (docs/operations.md "Audit trail"): ``action`` (the
+    verb, e.g. ``Purge``) by ``actor`` (``admin:<n>``, ``key:<id>``, ``anonymous`` or
+    ``embedded``) at ``at_ms``, for the HTTP request ``request_id`` ("" embedded);
+    ``queue`` the queue or topic it touched ("" for keys); ``detail`` a JSON object of
+    the change's facts (a count, a target, a config diff), never a token or a body."""
+
+    id: int
+    at_ms: int
+    actor: str
+    request_id: str
+    action: str
+    queue: str
+    detail: str
+
+
+@dataclass(frozen=True, slots=True)
 class Schedule:
     """A cron schedule (docs/cron.md): sends ``message`` to ``queue`` (a queue, or a topic
     that fans out) at every slot of ``cron`` in ``timezone``.

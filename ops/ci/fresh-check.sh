@@ -23,12 +23,19 @@
 # removed; the log stays. Run it while no other checkout on this machine runs the
 # container tier (the shared images are hidden from it meanwhile). Prints the exit
 # status, the wall time, the log path and the FAILED lines.
-# Usage: ops/ci/fresh-check.sh [--keep]   (--keep also leaves the clone for a look)
+# Usage: [LOAD=N] ops/ci/fresh-check.sh [--keep]   (--keep also leaves the clone for a look)
+#
+# LOAD=N runs the check on a loaded machine (issue 25: no test may depend on machine
+# speed, and the fresh run stays under 20 minutes under load): N CPU hogs run beside CI
+# for its whole length -- `stress-ng --cpu N` when installed, else N shell busy loops --
+# and are stopped on exit. LOAD=2 on the 2-core CI machine doubles its demand for CPU.
 set -uo pipefail
 here=$(cd "$(dirname "$0")" && pwd)
 repo=$(cd "$here/../.." && pwd)
 keep=false
 [[ "${1:-}" == "--keep" ]] && keep=true
+load=${LOAD:-0}
+[[ "$load" =~ ^[0-9]+$ ]] || { echo "fresh-check: LOAD must be a number of CPU hogs, got '$load'" >&2; exit 2; }
 
 stamp=$(date -u +%Y%m%dT%H%M%SZ)
 work=$(mktemp -d "/tmp/mqlite-fresh-check-$stamp-XXXX")
@@ -50,6 +57,7 @@ if command -v podman >/dev/null; then
   )
 fi
 moved=()
+hogs=()
 aside_name() { echo "localhost/fresh-check-aside/$(echo "${1%:*}" | tr '/.' '__'):${1##*:}"; }
 
 # shellcheck disable=SC2329  # run by the EXIT trap
@@ -66,6 +74,8 @@ put_back() {
       podman rmi "$fresh" >/dev/null 2>&1
     fi
   done
+  for pid in "${hogs[@]}"; do kill "$pid" 2>/dev/null; done
+  ((${#hogs[@]})) && say "stopped the load (${hogs[*]})"
   if $keep; then say "clone kept in $work/repo"; else rm -rf "$work"; fi
   say "images put back; the machine's caches were not touched"
 }
@@ -85,13 +95,26 @@ done
 git clone -q --no-hardlinks "$repo" "$work/repo"
 shared="$repo/../shared"
 [[ -d "$shared" ]] && cp -rL "$(cd "$shared" && pwd)/." "$work/shared"
+if ((load > 0)); then
+  if command -v stress-ng >/dev/null; then
+    stress-ng --cpu "$load" --quiet >/dev/null 2>&1 &
+    hogs+=($!)
+    say "load: stress-ng --cpu $load (pid ${hogs[*]}) for the whole run"
+  else
+    for ((i = 0; i < load; i++)); do
+      bash -c 'while :; do :; done' &
+      hogs+=($!)
+    done
+    say "load: $load busy loops (no stress-ng; apt-get install stress-ng) (pids ${hogs[*]})"
+  fi
+fi
 say "running CI=true bash .ci/run in $work/repo with empty caches, the images aside (log: $log)"
 started=$SECONDS
 (cd "$work/repo" && CI=true XDG_CACHE_HOME="$work/cache" npm_config_cache="$work/npm-cache" \
   bash .ci/run </dev/null) >"$log" 2>&1
 rc=$?
 secs=$((SECONDS - started))
-echo "rc=$rc secs=$secs" >>"$log"
-say "exit $rc after ${secs} s ($((secs / 60)) min $((secs % 60)) s); log: $log"
+echo "rc=$rc secs=$secs load=$load" >>"$log"
+say "exit $rc after ${secs} s ($((secs / 60)) min $((secs % 60)) s), LOAD=$load; log: $log"
 grep -E '^(FAILED|ERROR) ' "$log" | sort -u | head -40 >&2
 exit "$rc"

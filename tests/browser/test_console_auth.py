@@ -21,6 +21,7 @@ def test_an_administrator_signs_in_and_the_token_stays_in_session_storage(
         "Topics",
         "Access keys",
         "Schedules",
+        "Audit",
     ]
     storage = page.evaluate(
         "() => ({session: {...sessionStorage}, local: {...localStorage}, cookie: document.cookie})"

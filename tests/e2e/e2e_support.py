@@ -49,6 +49,24 @@ def now_ms() -> int:
     return _CLOCK.now_ms()
 
 
+def slowdown(sample_cpu_s: float = 0.1) -> float:
+    """How much slower than its CPU time wall time runs here, now (>= 1): the wall time of
+    a ``sample_cpu_s`` CPU-bound loop over its CPU time. About 1 on an idle machine, 5-10
+    with the 2 cores shared by a dozen busy processes (issue 25)."""
+    wall0, cpu0 = time.perf_counter(), time.thread_time()
+    n = 0
+    while time.thread_time() - cpu0 < sample_cpu_s:
+        n += 1
+    return max(1.0, (time.perf_counter() - wall0) / (time.thread_time() - cpu0))
+
+
+def scaled(seconds: float) -> float:
+    """A latency bound of an idle machine, stretched by the current ``slowdown``: a test
+    that says "promptly" (a parked poll woken, a probe answered) keeps its meaning on an
+    idle machine and does not fail a loaded one for the load alone."""
+    return seconds * slowdown()
+
+
 def b64(data: bytes | str) -> str:
     raw = data.encode() if isinstance(data, str) else data
     return base64.b64encode(raw).decode("ascii")

@@ -77,6 +77,7 @@ def body_for(route: str, q: str) -> dict[str, Any]:
         },
         "DeleteSchedule": {"name": unique("absent-sched")},
         "ListSchedules": {},
+        "ListAudit": {"queue": q, "limit": 1},
         "DeleteQueue": {"name": unique("absent"), "generation": "g"},
         "Subscribe": {"topic": unique("t"), "name": unique("s")},
         "Unsubscribe": {"topic": unique("t"), "name": unique("s")},

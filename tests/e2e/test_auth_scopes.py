@@ -17,7 +17,7 @@ from e2e_support import Broker, BrokerFactory, assert_error, b64
 from test_auth import body_for
 
 from mqlite import wire
-from mqlite.server.auth import NAMED_QUEUE_ROUTES, QUEUE_FIELDS, SCOPE_FILTERED
+from mqlite.server.auth import NAMED_QUEUE_ROUTES, QUEUE_FIELDS, SCOPE_FILTERED, UNSCOPED_ONLY
 
 # Routes that need more than the route's own permission: key management is manage-only.
 PERMISSION_OF = {r.name: r.permission.value for r in wire.ROUTES}
@@ -95,6 +95,9 @@ def test_scope_matrix_every_route(sbroker: Broker, perm: str) -> None:
                 continue
             if case.startswith("unscoped"):
                 assert r.status_code not in (401, 403), where
+            elif route in UNSCOPED_ONLY:  # the audit trail: broker-wide, like keys
+                message = assert_error(r, 403, "permission_denied")
+                assert "not scoped" in message, where
             elif not names_a_queue(route, prefix):
                 if route in SCOPE_FILTERED:
                     assert r.status_code not in (401, 403), where
@@ -225,3 +228,44 @@ def test_a_key_lists_its_scope(sbroker: Broker) -> None:
 def test_the_scope_limits_are_inclusive(sbroker: Broker) -> None:
     """A 260-character pattern and 32 patterns are accepted."""
     sbroker.create_key(["send"], queues=["p" * 259 + "*", *[f"q{i}" for i in range(31)]])
+
+
+def test_a_scoped_manage_key_deletes_only_schedules_targeting_its_scope(sbroker: Broker) -> None:
+    """DeleteSchedule names no queue: the schedule is looked up and its target judged
+    (in the deleting transaction). Outside the scope -- or no such schedule -- is 403,
+    never 404 or ``deleted: false``: nothing is learned about other scopes' schedules."""
+    _, token = sbroker.create_key(["manage"], queues=["in.*"])
+    mine, theirs = "s-" + uuid.uuid4().hex[:8], "s-" + uuid.uuid4().hex[:8]
+    sbroker.ok("AdminService/CreateSchedule", {"name": mine, "cron": "@daily", "queue": "in.q"})
+    sbroker.ok("AdminService/CreateSchedule", {"name": theirs, "cron": "@daily", "queue": "out.q"})
+    for name in (theirs, "s-never-" + uuid.uuid4().hex[:8]):
+        message = sbroker.err(
+            "AdminService/DeleteSchedule", {"name": name}, 403, "permission_denied", token=token
+        )
+        assert "not scoped" in message and name in message
+    names = {s["name"] for s in sbroker.ok("AdminService/ListSchedules")["schedules"]}
+    assert {mine, theirs} <= names  # the refused delete removed nothing
+    got = sbroker.ok("AdminService/DeleteSchedule", {"name": mine}, token=token)
+    assert got == {"deleted": True}
+    names = {s["name"] for s in sbroker.ok("AdminService/ListSchedules")["schedules"]}
+    assert mine not in names and theirs in names
+    (row,) = [
+        e
+        for e in sbroker.ok("AdminService/ListAudit", {"limit": 1000})["entries"]
+        if e["action"] == "DeleteSchedule" and mine in e["detail"]
+    ]
+    assert row["queue"] == "in.q" and row["actor"].startswith("key:")
+    # an unscoped manage key deletes any schedule, as before
+    _, unscoped = sbroker.create_key(["manage"])
+    assert sbroker.ok("AdminService/DeleteSchedule", {"name": theirs}, token=unscoped) == {
+        "deleted": True
+    }
+
+
+def test_the_audit_trail_is_for_unscoped_manage_credentials_only(sbroker: Broker) -> None:
+    for perms, queues in ((["manage"], ["in.*"]), (["send"], []), (["listen"], [])):
+        _, token = sbroker.create_key(perms, queues=queues)
+        for body in ({}, {"queue": "in.q"}):
+            sbroker.err("AdminService/ListAudit", body, 403, "permission_denied", token=token)
+    _, unscoped = sbroker.create_key(["manage"])
+    assert "entries" in sbroker.ok("AdminService/ListAudit", {}, token=unscoped)

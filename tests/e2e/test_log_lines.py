@@ -164,6 +164,9 @@ def test_every_line_of_a_broker_life_is_one_json_object(broker_factory: BrokerFa
     assert has("gunicorn.error", r"^Shutting down: Master")
     assert has("uvicorn.error", r"^Application startup complete")
     assert has("mqlite.access", r"^AdminService/CreateQueue$", status=200)
+    # An audited verb's line carries the request id its audit row has (engine/audit.py).
+    created = [r for r in records if r.get("route") == "AdminService/CreateQueue"]
+    assert created and all(re.fullmatch(r"[0-9a-f]{16}", r["request_id"]) for r in created)
     assert has("mqlite.access", r"^QueueService/Stats$", status=404, level="WARNING")
     assert has("mqlite.filters", r"^subscription filter failed", level="WARNING")
     assert has("mqlite.server", r"^broker stopped$", pid=respawned)
@@ -177,9 +180,9 @@ def test_every_line_of_a_broker_life_is_one_json_object(broker_factory: BrokerFa
 def test_mqlite_access_log_chooses_which_requests_get_a_line(
     broker_factory: BrokerFactory, mode: str, want_ok: bool, want_error: bool
 ) -> None:
-    """``errors`` keeps 4xx/5xx and drops fast successes; ``off`` keeps none; ``all`` (the
-    default until the audit trail records who changed what) keeps every request."""
-    b = broker_factory({} if mode == "all" else {"MQLITE_ACCESS_LOG": mode})
+    """``errors`` (the default, since the audit trail records who changed what) keeps
+    4xx/5xx and drops fast successes; ``off`` keeps none; ``all`` keeps every request."""
+    b = broker_factory({} if mode == "errors" else {"MQLITE_ACCESS_LOG": mode})
     q = b.create_queue()
     b.send(q, "x")
     b.err("QueueService/Stats", {"queue": "missing-" + q}, 404, "not_found")

@@ -14,6 +14,7 @@ from pathlib import Path
 from typing import Any
 
 import httpx
+import pytest
 from e2e_support import BrokerFactory, file_store_only
 
 from mqlite.server.observations import SCRAPE_REUSE_S
@@ -83,13 +84,25 @@ def test_a_scrape_reuses_a_second_old_collection_observe_never_does(
     broker_factory: BrokerFactory,
 ) -> None:
     b = broker_factory({"MQLITE_MONITOR_TOKENS": MONITOR, "MQLITE_METRICS": "on"})
-    before = reads(b)
+    # The three scrapes must land within the second after that Observe's collection began:
+    # a loaded machine can take longer, and then a fresh collection is right. Such a round
+    # proves nothing either way and is run again (issue 25); the check is on a round that
+    # fit the window, measured from before the Observe was sent.
+    tried = []
     with httpx.Client(base_url=b.base_url, timeout=30) as c:
-        for _ in range(3):  # within the second after that Observe's collection
-            r = c.get("/metrics", headers={"Authorization": f"Bearer {MONITOR}"})
-            r.raise_for_status()
-    after = reads(b)  # Observe: a collection of its own, never a reused one
-    assert after - before == READS_PER_COLLECTION, (before, after)
+        for _ in range(10):
+            started = time.monotonic()
+            before = reads(b)
+            for _ in range(3):
+                r = c.get("/metrics", headers={"Authorization": f"Bearer {MONITOR}"})
+                r.raise_for_status()
+            took = time.monotonic() - started
+            after = reads(b)  # Observe: a collection of its own, never a reused one
+            if took < SCRAPE_REUSE_S:
+                assert after - before == READS_PER_COLLECTION, (before, after, took)
+                return
+            tried.append(round(took, 2))
+    pytest.fail(f"no round of Observe + 3 scrapes fit the {SCRAPE_REUSE_S} s window: {tried}")
 
 
 def test_a_scrape_is_gzip_when_asked(broker_factory: BrokerFactory) -> None:

@@ -91,9 +91,21 @@ def test_a_key_without_its_own_limit_gets_the_broker_default(rbroker: Broker) ->
 def test_the_broker_default_limits_keys_without_their_own(broker_factory: BrokerFactory) -> None:
     b = broker_factory({"MQLITE_KEY_RATE_LIMIT": "1/2"}, [])
     b.create_queue("rq")
-    _, token = _key(b, 0, 0)
-    statuses = [_send(b, token).status_code for _ in range(3)]
-    assert statuses == [200, 200, 429]
+    # Three sends within a second: the burst of 2, then refused. A loaded machine can take
+    # longer, and then the bucket has rightly refilled: such a round (on a fresh key) is
+    # run again, and the check is on one that fit the second (issue 25).
+    tried = []
+    for _ in range(10):
+        _, token = _key(b, 0, 0)
+        started = time.monotonic()
+        statuses = [_send(b, token).status_code for _ in range(3)]
+        took = time.monotonic() - started
+        if took < 1.0:
+            assert statuses == [200, 200, 429], (statuses, took)
+            return
+        assert statuses[:2] == [200, 200], statuses
+        tried.append(round(took, 2))
+    pytest.fail(f"no round of three sends fit in one second: {tried}")
 
 
 def test_the_sdk_waits_out_retry_after_and_succeeds(rbroker: Broker) -> None:

@@ -24,6 +24,7 @@ from e2e_support import (
     assert_error,
     b64,
     now_ms,
+    scaled,
     unique,
 )
 
@@ -874,7 +875,7 @@ def test_keep_alive_connection_reused(broker: Broker) -> None:
     for i in range(50):
         broker.send(q, str(i))
     assert broker.ok("QueueService/Stats", {"queue": q})["total"] == 50
-    assert time.monotonic() - t0 < 20
+    assert time.monotonic() - t0 < scaled(20.0)  # idle: 20 s; a loaded machine, longer
 
 
 def test_receive_attempt_id_replays_the_same_batch(broker: Broker) -> None:

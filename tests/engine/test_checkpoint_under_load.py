@@ -9,6 +9,7 @@ import threading
 from pathlib import Path
 
 import mqlite
+from mqlite.engine.engine import Engine
 
 
 def test_checkpoints_and_vacuums_succeed_while_sends_are_group_committed(tmp_path: Path) -> None:
@@ -34,3 +35,34 @@ def test_checkpoints_and_vacuums_succeed_while_sends_are_group_committed(tmp_pat
             t.join()
     assert mq.stats("q").active == sum(sent) > 0
     mq.close()
+
+
+def test_the_reclaim_pass_of_the_scheduler_succeeds_while_sends_are_group_committed(
+    tmp_path: Path,
+) -> None:
+    """The scheduler hands ``reclaim_pass`` to the writer (``call_on_thread``); the pass
+    itself, not only the ``reclaim_free_pages`` it calls, must be kept out of a batch:
+    inside one, incremental_vacuum failed with "not allowed inside a transaction" and the
+    reclaim task was reported failed under load."""
+    eng = Engine(f"file:{tmp_path / 'mq.db'}")
+    eng.create_queue("q")
+    stop = threading.Event()
+    sent = [0] * 4
+
+    def send(i: int) -> None:
+        while not stop.is_set():
+            eng.writer.call_on_thread(eng.send, "q", [mqlite.OutMessage(body=b"x")])
+            sent[i] += 1
+
+    threads = [threading.Thread(target=send, args=(i,)) for i in range(4)]
+    for t in threads:
+        t.start()
+    try:
+        for _ in range(40):
+            eng.writer.call_on_thread(eng.reclaim_pass)
+    finally:
+        stop.set()
+        for t in threads:
+            t.join()
+    assert eng.stats("q").active == sum(sent) > 0
+    eng.close()

@@ -92,7 +92,7 @@ def test_maintenance_failures_streak_history_and_one_recovery(
     MeasuredStore.fault = staticmethod(io_error)
     for _ in range(10):
         with pytest.raises(errors.StorageError):
-            eng.run_janitors()  # dedup, receipts (two steps), retention: all fail
+            eng.run_janitors()  # dedup, receipts (two steps), retention (two): all fail
     MeasuredStore.fault = None
     tasks = {t.task: t for t in eng.observe().maintenance}
     receipts = tasks["receipts"]
@@ -101,7 +101,7 @@ def test_maintenance_failures_streak_history_and_one_recovery(
     assert len(receipts.diagnostics) == 8  # the latest eight failed steps
     assert {d.step for d in receipts.diagnostics} == {"settlement_receipts", "receive_attempts"}
     assert {d.category for d in receipts.diagnostics} == {"io"}
-    assert len(events(caplog, "maintenance.failure")) == 10 * 4
+    assert len(events(caplog, "maintenance.failure")) == 10 * 5
     eng.run_janitors()
     eng.run_janitors()
     tasks = {t.task: t for t in eng.observe().maintenance}

@@ -225,7 +225,7 @@ def test_reopen_keeps_data_and_the_version_row(db_path: Path) -> None:
         row = testing.engine(mq).store.conn.execute(
             "SELECT value FROM meta WHERE key='schema_version'"
         )
-        assert row.fetchone()[0] == store.SCHEMA_VERSION == "9"
+        assert row.fetchone()[0] == store.SCHEMA_VERSION == "10"
     finally:
         mq.close()
 

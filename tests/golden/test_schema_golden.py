@@ -18,6 +18,7 @@ SCHEMA_V5 = Path(__file__).with_name("schema_v5.sql")
 SCHEMA_V6 = Path(__file__).with_name("schema_v6.sql")
 SCHEMA_V7 = Path(__file__).with_name("schema_v7.sql")
 SCHEMA_V8 = Path(__file__).with_name("schema_v8.sql")
+SCHEMA_V9 = Path(__file__).with_name("schema_v9.sql")
 
 # Changing schema.sql means changing this hash; an incompatible change also needs a new
 # SCHEMA_VERSION token and a step in engine/migrations.py from the previous one.
@@ -27,6 +28,7 @@ PINNED = {
     "7": "d7e48b8028e5b54eea8163834115999d318ab280870b6bc1cf7e2c5461124737",
     "8": "a1e2d016faa4de4574dc4f831b8016b022c25927fe40df4c905354a4d713679a",
     "9": "ef6252cf1f8715a3cd3a6ff302544266232294abe2a3b38f9fdfb2b0e6a68612",
+    "10": "c873550441948746f7fa5cea11bd37bf75645cb4522d6d2d93929e00bdbd902b",
 }
 
 
@@ -43,13 +45,14 @@ def built_schema(conn: sqlite3.Connection) -> str:
 
 def test_schema_sql_hash_is_pinned_to_the_version_token() -> None:
     digest = hashlib.sha256(store.schema_sql().encode("utf-8")).hexdigest()
-    assert store.SCHEMA_VERSION == "9"
+    assert store.SCHEMA_VERSION == "10"
     assert digest == PINNED[store.SCHEMA_VERSION]
     v5 = hashlib.sha256(SCHEMA_V5.read_bytes()).hexdigest()
     assert v5 == PINNED["5"]  # the fixture IS that schema, byte for byte
     assert hashlib.sha256(SCHEMA_V6.read_bytes()).hexdigest() == PINNED["6"]
     assert hashlib.sha256(SCHEMA_V7.read_bytes()).hexdigest() == PINNED["7"]
     assert hashlib.sha256(SCHEMA_V8.read_bytes()).hexdigest() == PINNED["8"]
+    assert hashlib.sha256(SCHEMA_V9.read_bytes()).hexdigest() == PINNED["9"]
 
 
 def test_sqlite_master_after_open_equals_the_golden_dump(tmp_path: Path) -> None:
@@ -81,6 +84,7 @@ def test_schema_has_the_ten_strict_tables(tmp_path: Path) -> None:
             "access_keys",
             "bodies",
             "schedules",
+            "audit_log",
         }
         assert all(sql.rstrip().endswith("STRICT") for sql in tables.values())
     finally:
@@ -300,5 +304,40 @@ def test_a_v8_database_migrates_and_its_keys_stay_unscoped_and_unlimited(tmp_pat
         key = engine.authenticate_key("mqk_old")
         assert key is not None
         assert (key.queues, key.rate_limit_per_s, key.burst) == ((), 0, 0)
+    finally:
+        engine.close()
+
+
+def test_a_v9_database_migrates_to_10_with_an_empty_audit_trail(tmp_path: Path) -> None:
+    """9 -> 10 adds the audit_log table (issue 35's audit trail) and nothing else: the old
+    rows are untouched, the trail starts empty, and the first change after the migration
+    is its first row."""
+    from mqlite.engine import Engine
+
+    old = tmp_path / "v9.db"
+    conn = sqlite3.connect(old)
+    sql = "\n".join(
+        ln for ln in SCHEMA_V9.read_text().splitlines() if not ln.lstrip().startswith("--")
+    )
+    for stmt in (s.strip() for s in sql.split(";")):
+        if stmt:
+            conn.execute(stmt)
+    conn.execute("INSERT INTO meta VALUES ('schema_version', '9')")
+    conn.execute("INSERT INTO queues (name, created_at, updated_at) VALUES ('kept', 1, 1)")
+    conn.commit()
+    conn.close()
+    migrated = store.Store(f"file:{old}")
+    try:
+        assert migrated.migrated_from == "9"
+        assert built_schema(migrated.conn) == GOLDEN.read_text(encoding="utf-8")
+    finally:
+        migrated.close()
+    engine = Engine(f"file:{old}")
+    try:
+        assert engine.list_audit() == [] and engine.get_queue("kept").name == "kept"
+        engine.delete_queue("kept")
+        assert [(e.action, e.queue, e.actor) for e in engine.list_audit()] == [
+            ("DeleteQueue", "kept", "embedded")
+        ]
     finally:
         engine.close()

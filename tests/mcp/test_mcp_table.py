@@ -80,6 +80,7 @@ def test_the_hints_are_the_ones_agents_rely_on() -> None:
         "stats",
         "list_keys",
         "list_schedules",
+        "list_audit",
     }
     assert destructive == {
         "delete_queue",
@@ -129,6 +130,7 @@ def test_the_issue_s_tool_set() -> None:
         "create_schedule",
         "list_schedules",
         "delete_schedule",
+        "list_audit",
     ]
 
 

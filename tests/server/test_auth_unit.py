@@ -241,7 +241,9 @@ def test_authenticator_admin_and_monitor_need_no_key_store() -> None:
     lookup = Lookup(fail=True)  # a failing store must not matter for configured tokens
     a = auth.Authenticator((TOKEN, "second"), (MONITOR,), lookup)
     assert _principal(a, b"Bearer " + TOKEN.encode()) is auth.ADMIN
-    assert _principal(a, b"Bearer second") is auth.ADMIN
+    second = _principal(a, b"Bearer second")  # the same rights, named by its position
+    assert (second.access, second.permissions, second.actor) == ("manage", auth.ALL, "admin:2")
+    assert auth.ADMIN.actor == "admin:1"
     assert _principal(a, b"Bearer " + MONITOR.encode()) is auth.MONITOR
     assert lookup.calls == []
 

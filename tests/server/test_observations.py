@@ -159,9 +159,12 @@ def test_a_scrape_reuses_the_last_round_within_the_window(reuse_s: float) -> Non
             await until(lambda: len(c.go) == 2)
             c.release(1)
             assert await later is not r0 and obs.rounds == 2
+        began = obs.rounds
         fresh = asyncio.ensure_future(obs.round())  # what Observe uses: never reused
-        await until(lambda: len(c.go) == obs.rounds)
-        c.release(obs.rounds - 1)
+        # Its own collection: one more than before (not the one already released, which
+        # left the new collection to time out on its events, 20 s a run).
+        await until(lambda: len(c.go) == began + 1)
+        c.release(began)
         assert await fresh is not r0
 
     run(scenario, reuse_s)

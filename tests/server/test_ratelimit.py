@@ -83,7 +83,9 @@ def test_a_bad_mqlite_key_rate_limit_fails_naming_it(raw: str) -> None:
         key_rate_limit_from_env({"MQLITE_KEY_RATE_LIMIT": raw})
 
 
-@pytest.mark.parametrize(("raw", "want"), [("", "all"), ("ERRORS", "errors"), ("off", "off")])
+@pytest.mark.parametrize(
+    ("raw", "want"), [("", "errors"), ("ALL", "all"), ("ERRORS", "errors"), ("off", "off")]
+)
 def test_mqlite_access_log_parses(raw: str, want: str) -> None:
     from mqlite.config import access_log_from_env
 

@@ -272,6 +272,12 @@ REQUEST_CASES: list[Case] = [
     ),
     (wire.DELETE_SCHEDULE, wire.DeleteScheduleRequest("nightly"), {"name": "nightly"}),
     (wire.LIST_SCHEDULES, wire.EmptyRequest(), {}),
+    (wire.LIST_AUDIT, wire.ListAuditRequest(), {}),
+    (
+        wire.LIST_AUDIT,
+        wire.ListAuditRequest(after_id=41, limit=1000, queue="orders", since_ms=5),
+        {"after_id": 41, "limit": 1000, "queue": "orders", "since_ms": 5},
+    ),
 ]
 
 

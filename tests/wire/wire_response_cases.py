@@ -7,6 +7,7 @@ from wire_cases import KEY_ID, Case
 from mqlite import wire
 from mqlite.types import (
     AccessKey,
+    AuditEntry,
     BatchResult,
     FilterTestResult,
     Message,
@@ -414,4 +415,24 @@ RESPONSE_CASES: list[Case] = [
         },
     ),
     (wire.LIST_SCHEDULES, wire.ListSchedulesResponse.of([]), {"schedules": []}),
+    (
+        wire.LIST_AUDIT,
+        wire.ListAuditResponse.of(
+            [AuditEntry(7, 5, "key:" + "a" * 32, "r1", "Purge", "orders", '{"count":3}')]
+        ),
+        {
+            "entries": [
+                {
+                    "id": 7,
+                    "at_ms": 5,
+                    "actor": "key:" + "a" * 32,
+                    "request_id": "r1",
+                    "action": "Purge",
+                    "queue": "orders",
+                    "detail": '{"count":3}',
+                }
+            ]
+        },
+    ),
+    (wire.LIST_AUDIT, wire.ListAuditResponse.of([]), {"entries": []}),
 ]

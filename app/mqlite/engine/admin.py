@@ -15,7 +15,8 @@ from dataclasses import dataclass
 from typing import Any
 
 from mqlite import errors
-from mqlite.engine import dlq, killpoints, maintenance, peek
+from mqlite.engine import audit, dlq, killpoints, maintenance, peek
+from mqlite.engine.audit import Actor
 from mqlite.engine.core import EngineCore, outside_transaction, serialized
 from mqlite.engine.diagnostics import INTERRUPTIONS
 from mqlite.engine.store import SCHEMA_VERSION, require_file
@@ -42,6 +43,7 @@ class MaintenanceReport:
     dlq_dropped: int = 0
     pages_reclaimed: int = 0
     schedules_fired: int = 0  # cron slots sent (engine/schedules.py)
+    audit_pruned: int = 0  # audit rows past retention (engine/audit_ops.py)
 
 
 class AdminOps(EngineCore):
@@ -120,10 +122,12 @@ class AdminOps(EngineCore):
         older_than_ms: int,
         walk: dlq.Walk | None = None,
         seq_numbers: Sequence[int] = (),
+        *,
+        actor: Actor | None = None,
     ) -> tuple[int, dlq.Walk]:
         """One transaction of a redrive: at most ``chunk`` dead letters (0 = all), the
         next of ``walk`` (None: the first, which fixes the walk); the moved count and the
-        walk after it."""
+        walk after it. A chunk that moved any is audited with its count and target."""
         q = self._queue(queue)
         dest = self._queue(target).name if target else q.name
         with self._write() as (conn, now):
@@ -138,6 +142,8 @@ class AdminOps(EngineCore):
                 walk=walk,
                 seq_numbers=seq_numbers,
             )
+            if n:
+                audit.record(conn, now, actor, "Redrive", q.name, count=n, target=dest)
             self._wake_after_commit({dest: n} if n else {})
             self._count((q.name, "redriven", n))  # counted on the DLQ they left
         return n, walk.past(last)
@@ -171,8 +177,10 @@ class AdminOps(EngineCore):
         older_than_ms: int,
         walk: dlq.Walk | None = None,
         seq_numbers: Sequence[int] = (),
+        *,
+        actor: Actor | None = None,
     ) -> tuple[int, dlq.Walk]:
-        """One transaction of a purge (as ``redrive_chunk``)."""
+        """One transaction of a purge (as ``redrive_chunk``), audited with its count."""
         q = self._queue(queue)
         check_int("max", chunk, minimum=0)
         check_int("older_than_ms", older_than_ms, minimum=0)
@@ -187,6 +195,8 @@ class AdminOps(EngineCore):
                 walk=walk,
                 seq_numbers=seq_numbers,
             )
+            if purged:
+                audit.record(conn, now, actor, "Purge", q.name, count=purged)
             self._count((q.name, "purged", purged))
         return purged, walk.past(last)
 
@@ -252,9 +262,10 @@ class AdminOps(EngineCore):
     def expire_ttl(self) -> int:
         return self._task("ttl", ("expire", self._tx(self._expire)))[0]  # type: ignore[no-any-return]
 
-    def run_janitors(self) -> tuple[int, int, int, int]:
-        """Dedup, receipt and attempt pruning plus DLQ retention (the 60 s cadence): three
-        tasks, each run even if an earlier one failed (the first failure is re-raised)."""
+    def run_janitors(self) -> tuple[int, int, int, int, int]:
+        """Dedup, receipt and attempt pruning plus DLQ and audit retention (the 60 s
+        cadence): three tasks, each run even if an earlier one failed (the first failure
+        is re-raised)."""
         results: list[int] = []
         first: Exception | None = None
         for task, steps in (
@@ -266,7 +277,14 @@ class AdminOps(EngineCore):
                     ("receive_attempts", self._tx(maintenance.prune_attempts)),
                 ),
             ),
-            ("retention", (("dlq_retention", self._tx(self._retention)),)),
+            (
+                "retention",
+                (
+                    ("dlq_retention", self._tx(self._retention)),
+                    # The audit trail's (audit_ops.py): its own bounded chunks.
+                    ("audit_retention", self.prune_audit),  # type: ignore[attr-defined]
+                ),
+            ),
         ):
             try:
                 results += self._task(task, *steps)
@@ -277,7 +295,7 @@ class AdminOps(EngineCore):
                 results += [0] * len(steps)
         if first is not None:
             raise first
-        return results[0], results[1], results[2], results[3]
+        return results[0], results[1], results[2], results[3], results[4]
 
     def _reap(self, conn: sqlite3.Connection, now: int) -> Counter[str]:
         released, dead = maintenance.reap_locks_by_queue(conn, now, self.catalog.retry_policies())
@@ -310,6 +328,7 @@ class AdminOps(EngineCore):
                 conn, force=force, checkpoint_sql=self.store.checkpoint_sql
             )
 
+    @outside_transaction  # handed to the writer by the scheduler: never inside a batch
     def reclaim_pass(self) -> int:
         """The maintenance task ``reclaim`` (inapplicable, so not run, in memory or on a
         remote server, which compacts its own storage)."""
@@ -364,7 +383,7 @@ class AdminOps(EngineCore):
         reaped = self.reap_locks()
         activated = self.activate_scheduled()
         expired = self.expire_ttl()
-        dedup_n, receipts_n, attempts_n, dropped = self.run_janitors()
+        dedup_n, receipts_n, attempts_n, dropped, audit_n = self.run_janitors()
         pages = self.reclaim_pass()
         fired = self.fire_schedules()  # type: ignore[attr-defined]  # ScheduleOps, in Engine
         return MaintenanceReport(
@@ -377,6 +396,7 @@ class AdminOps(EngineCore):
             dropped,
             pages,
             fired,
+            audit_n,
         )
 
 

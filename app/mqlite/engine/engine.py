@@ -13,8 +13,10 @@ from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
 
 from mqlite import defaults, errors
-from mqlite.engine import claim, queues, retry, send, settle, settle_pipelined
+from mqlite.engine import audit, claim, queues, retry, send, settle, settle_pipelined
 from mqlite.engine.admin import AdminOps
+from mqlite.engine.audit import Actor
+from mqlite.engine.audit_ops import AuditOps
 from mqlite.engine.core import serialized
 from mqlite.engine.keys import KeyOps
 from mqlite.engine.notify import Waiter
@@ -46,25 +48,36 @@ from mqlite.types import (
 MESSAGE_STATE_SQL = "SELECT state FROM messages WHERE id = ?"
 
 
-class Engine(AdminOps, KeyOps, TopicOps, ObserveOps, ScheduleOps):
+class Engine(AdminOps, KeyOps, TopicOps, ObserveOps, ScheduleOps, AuditOps):
     """The broker core on one SQLite database. Thread-safe; knows nothing of HTTP."""
 
     # -- queues ---------------------------------------------------------------------------
 
     @serialized
-    def create_queue(self, name: str, config: QueueConfig | None = None) -> QueueInfo:
-        """Create, or reconfigure (same kind only), a queue. Overwrites every config field."""
+    def create_queue(
+        self, name: str, config: QueueConfig | None = None, *, actor: Actor | None = None
+    ) -> QueueInfo:
+        """Create, or reconfigure (same kind only), a queue. Overwrites every config field.
+        Audited with the config diff against the previous config (``audit.py``)."""
         name = queues.validate_name(name)
         cfg = queues.normalize_config(config if config is not None else QueueConfig())
         self.catalog.check_queue_creation(name, cfg.kind)
+        before = self.catalog.find(name)
         with self.store.transaction() as conn:
-            info = queues.upsert_queue(conn, self.clock.now_ms(), name, cfg)
+            now = self.clock.now_ms()
+            info = queues.upsert_queue(conn, now, name, cfg)
+            audit.queue_upserted(conn, now, actor, before, info, queues.CONFIG_FIELDS)
             self.catalog.put(info)
         return info
 
     @serialized
     def ensure_queue(
-        self, name: str, config: QueueConfig | None = None, strict: bool = False
+        self,
+        name: str,
+        config: QueueConfig | None = None,
+        strict: bool = False,
+        *,
+        actor: Actor | None = None,
     ) -> QueueEnsured:
         """Create a queue if the name is free; an existing one is left as it is and its
         differences from ``config`` reported (``strict``: refused with
@@ -75,7 +88,10 @@ class Engine(AdminOps, KeyOps, TopicOps, ObserveOps, ScheduleOps):
         cfg = queues.normalize_config(config if config is not None else QueueConfig())
         self.catalog.check_queue_creation(name, cfg.kind)
         with self.store.transaction() as conn:
-            info, created = queues.insert_queue_if_absent(conn, self.clock.now_ms(), name, cfg)
+            now = self.clock.now_ms()
+            info, created = queues.insert_queue_if_absent(conn, now, name, cfg)
+            if created:  # an existing queue is left as it is: nothing changed, no row
+                audit.record(conn, now, actor, "EnsureQueue", name, created=True)
             differs = () if created else queues.config_differences(cfg, info.config)
             if strict and differs:
                 raise errors.QueueConfigDiffers(
@@ -95,13 +111,16 @@ class Engine(AdminOps, KeyOps, TopicOps, ObserveOps, ScheduleOps):
         return self._queue(name)
 
     @serialized
-    def delete_queue(self, name: str, generation: str | None = None) -> None:
+    def delete_queue(
+        self, name: str, generation: str | None = None, *, actor: Actor | None = None
+    ) -> None:
         """Delete an empty plain queue; ``generation`` fences against a replacement."""
         name = queues.validate_name(name)
         if generation is not None and (not isinstance(generation, str) or not generation):
             raise errors.InvalidArgument("generation must be a non-empty string")
         with self.store.transaction() as conn:
             queues.delete_queue(conn, name, generation)
+            audit.record(conn, self.clock.now_ms(), actor, "DeleteQueue", name)
             self.catalog.drop(name)
             self._wake_all_after_commit({name})  # parked long polls wake, find it gone
             self.effects.forget_after_commit(self.store, name)  # its series go with it

@@ -15,7 +15,8 @@ import sqlite3
 from collections.abc import Iterable, Mapping, Sequence
 
 from mqlite import errors
-from mqlite.engine import scopes
+from mqlite.engine import audit, scopes
+from mqlite.engine.audit import Actor
 from mqlite.engine.core import EngineCore, serialized
 from mqlite.engine.key_cache import PERM_SEP, row_to_key, token_digest
 from mqlite.engine.validate import MAX_INT64, check_int
@@ -158,6 +159,8 @@ class KeyOps(EngineCore):
         queues: Sequence[str] = (),
         rate_limit_per_s: int = 0,
         burst: int = 0,
+        *,
+        actor: Actor | None = None,
     ) -> tuple[AccessKey, str]:
         """Register a key under the caller's retained ``id``; returns (metadata, token).
 
@@ -200,6 +203,10 @@ class KeyOps(EngineCore):
                     },
                 )
                 key = AccessKey(key_id, key_name, perms, now, expires, 0, scope, rate, bucket)
+                facts = {"id": key_id, "name": key_name, "permissions": list(perms),
+                         "queues": list(scope), "expires_at_ms": expires,
+                         "rate_limit_per_s": rate, "burst": bucket}  # fmt: skip
+                audit.record(conn, now, actor, "CreateKey", "", **facts)
                 self.store.after_commit(lambda: self.keys.add(digest, key))
         except sqlite3.IntegrityError:
             raise errors.KeyConflict() from None
@@ -245,7 +252,7 @@ class KeyOps(EngineCore):
         return page, page[-1].id if len(rows) > n else ""
 
     @serialized
-    def revoke_key(self, id: str) -> None:
+    def revoke_key(self, id: str, *, actor: Actor | None = None) -> None:
         """Revoke permanently; revoking again succeeds and keeps the first timestamp."""
         key_id = validate_key_id(id)
         with self._write() as (conn, now):
@@ -257,6 +264,8 @@ class KeyOps(EngineCore):
                 and conn.execute(KEY_EXISTS_SQL, {"id": key_id}).fetchone() is None
             ):
                 raise errors.NotFound(f"access key {key_id} not found")
+            if cur.rowcount:  # revoking again changes nothing: no second row
+                audit.record(conn, now, actor, "RevokeKey", "", id=key_id)
             self.store.after_commit(lambda: self.keys.revoke(key_id))
 
     def key_refusal(self, token: str) -> str:

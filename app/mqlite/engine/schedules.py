@@ -20,11 +20,13 @@ import json
 import logging
 import re
 import sqlite3
+from collections.abc import Callable
 from dataclasses import dataclass, replace
 from typing import Any
 
 from mqlite import defaults, errors
-from mqlite.engine import send
+from mqlite.engine import audit, send
+from mqlite.engine.audit import Actor
 from mqlite.engine.core import EngineCore, serialized
 from mqlite.engine.cron import ALIASES, Cron, check_timezone, normalize, rfc3339
 from mqlite.types import OutMessage, Schedule
@@ -45,6 +47,7 @@ LIST_SCHEDULES_SQL = f"SELECT {_COLUMNS} FROM schedules ORDER BY name"
 GET_SCHEDULE_SQL = f"SELECT {_COLUMNS} FROM schedules WHERE name = ?"
 COUNT_SCHEDULES_SQL = "SELECT COUNT(*) FROM schedules"
 DELETE_SCHEDULE_SQL = "DELETE FROM schedules WHERE name = ?"
+SCHEDULE_QUEUE_SQL = "SELECT queue FROM schedules WHERE name = ?"
 
 UPSERT_SCHEDULE_SQL = """
 INSERT INTO schedules (name, cron, timezone, queue, body, subject, content_type,
@@ -150,6 +153,8 @@ class ScheduleOps(EngineCore):
         timezone: str = "UTC",
         catch_up: str = "latest",
         paused: bool = False,
+        *,
+        actor: Actor | None = None,
     ) -> Schedule:
         """Create or replace schedule ``name``: ``message`` goes to ``queue`` (a queue, or a
         topic that fans out) at every slot of ``cron`` in ``timezone`` (docs/cron.md)."""
@@ -166,7 +171,7 @@ class ScheduleOps(EngineCore):
         self.catalog.routes(queue)  # an unknown queue or topic: 404 now, not at the slot
         text = cron.strip()
         return self._upsert_schedule(name, text, Cron(expr, check_timezone(timezone)), queue, msg,
-                                     timezone, catch_up, paused)  # fmt: skip
+                                     timezone, catch_up, paused, actor)  # fmt: skip
 
     @serialized
     def _upsert_schedule(
@@ -179,6 +184,7 @@ class ScheduleOps(EngineCore):
         timezone: str,
         catch_up: str,
         paused: bool,
+        actor: Actor | None,
     ) -> Schedule:
         with self._write() as (conn, now):
             old = conn.execute(GET_SCHEDULE_SQL, (name,)).fetchone()
@@ -210,6 +216,9 @@ class ScheduleOps(EngineCore):
                 },
             )  # fmt: skip
             row = conn.execute(GET_SCHEDULE_SQL, (name,)).fetchone()
+            audit.record(conn, now, actor, "CreateSchedule", queue, name=name, cron=text,
+                         timezone=timezone, catch_up=catch_up, paused=paused,
+                         created=before is None)  # fmt: skip
         return self._with_status(_Row.of(row).schedule)
 
     def list_schedules(self) -> list[Schedule]:
@@ -218,12 +227,28 @@ class ScheduleOps(EngineCore):
         return [self._with_status(_Row.of(r).schedule) for r in rows]
 
     @serialized
-    def delete_schedule(self, name: str) -> bool:
-        """Delete schedule ``name``; False when there was none (deleting is idempotent)."""
+    def delete_schedule(
+        self,
+        name: str,
+        *,
+        actor: Actor | None = None,
+        allow: Callable[[str], bool] | None = None,
+    ) -> bool:
+        """Delete schedule ``name``; False when there was none (deleting is idempotent).
+
+        ``allow`` (a scoped caller's check of the schedule's target queue) is judged in
+        the deleting transaction, so a schedule retargeted meanwhile cannot slip through;
+        refused -- or no such schedule: no existence oracle -- is ``PermissionDenied``."""
         name = check_name(name)
-        with self._write() as (conn, _):
+        with self._write() as (conn, now):
+            target = conn.execute(SCHEDULE_QUEUE_SQL, (name,)).fetchone()
+            if allow is not None and (target is None or not allow(target[0])):
+                raise errors.PermissionDenied(
+                    f"this credential is not scoped to the queue of schedule {name!r}"
+                )
             deleted = bool(conn.execute(DELETE_SCHEDULE_SQL, (name,)).rowcount)
             if deleted:
+                audit.record(conn, now, actor, "DeleteSchedule", target[0], name=name)
                 measures = self.schedule_measures
                 self.store.after_commit(lambda: measures.forget(name))
         return deleted

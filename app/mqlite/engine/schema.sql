@@ -188,3 +188,24 @@ CREATE TABLE IF NOT EXISTS schedules (
 
 -- The firing pass seeks due, unpaused schedules in (next_fire_at, name) order.
 CREATE INDEX IF NOT EXISTS idx_schedules_due ON schedules(next_fire_at, name) WHERE paused = 0;
+
+-- The audit trail (engine/audit.py, docs/operations.md "Audit trail"): one row per change
+-- of state that is not a message operation (a queue created or deleted, a subscription, a
+-- purge, a redrive, a key, a schedule), written in the SAME transaction as the change, so
+-- a rolled-back or crashed change leaves no row and a committed one always has its row.
+-- Never a token or a message body. AUTOINCREMENT: an id is never reused after retention
+-- deleted the newest rows, so an ``after_id`` cursor cannot skip a later row. Added by
+-- migration 9 -> 10.
+CREATE TABLE IF NOT EXISTS audit_log (
+    id         INTEGER PRIMARY KEY AUTOINCREMENT,
+    at         INTEGER NOT NULL,
+    actor      TEXT NOT NULL,
+    request_id TEXT NOT NULL DEFAULT '',
+    action     TEXT NOT NULL,
+    queue      TEXT NOT NULL DEFAULT '',
+    detail     TEXT NOT NULL DEFAULT '{}'
+) STRICT;
+
+-- ListAudit by queue, and retention by age (the oldest rows first, whatever their ids).
+CREATE INDEX IF NOT EXISTS idx_audit_queue ON audit_log(queue, id);
+CREATE INDEX IF NOT EXISTS idx_audit_at ON audit_log(at);

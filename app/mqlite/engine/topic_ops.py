@@ -7,7 +7,8 @@ transaction and stages the catalog change in it (published at COMMIT, see catalo
 from __future__ import annotations
 
 from mqlite import errors
-from mqlite.engine import queues, send, topics
+from mqlite.engine import audit, queues, send, topics
+from mqlite.engine.audit import Actor
 from mqlite.engine.core import EngineCore, serialized
 from mqlite.engine.validate import check_int
 from mqlite.filters import compile_filter
@@ -17,7 +18,9 @@ from mqlite.types import FilterTestResult, OutMessage, QueueInfo, Subscription
 
 class TopicOps(EngineCore):
     @serialized
-    def subscribe(self, topic: str, name: str, expr: str | None = "") -> QueueInfo:
+    def subscribe(
+        self, topic: str, name: str, expr: str | None = "", *, actor: Actor | None = None
+    ) -> QueueInfo:
         """Create subscription ``name`` on ``topic`` with its backing queue, in one call.
 
         Re-subscribing the same (topic, name) replaces the filter and leaves the backing
@@ -31,6 +34,7 @@ class TopicOps(EngineCore):
         compiled = compile_filter(expr) if expr else None
         with self._write() as (conn, now):
             info = topics.subscribe(conn, now, topic, name, expr, self.catalog.find(name))
+            audit.record(conn, now, actor, "Subscribe", topic, subscription=name, filter=expr or "")
             self.catalog.put(info)
             self.catalog.put_route(
                 topic, topics.make_route(topic, info, compiled, self.filter_failures)
@@ -38,12 +42,13 @@ class TopicOps(EngineCore):
         return info
 
     @serialized
-    def unsubscribe(self, topic: str, name: str) -> None:
+    def unsubscribe(self, topic: str, name: str, *, actor: Actor | None = None) -> None:
         """Remove a subscription and its (empty) backing queue; the topic goes with its last."""
         topic = queues.validate_name(topic, "topic")
         name = queues.validate_name(name, "subscription name")
-        with self.store.transaction() as conn:
+        with self._write() as (conn, now):
             topics.unsubscribe(conn, topic, name)
+            audit.record(conn, now, actor, "Unsubscribe", topic, subscription=name)
             self.catalog.drop_route(topic, name)
             self._wake_all_after_commit({name})
             self.effects.forget_after_commit(self.store, name)  # the backing queue's

@@ -369,6 +369,16 @@ TOOLS: tuple[Tool, ...] = (
         "Destructive: delete a cron schedule by `name`; it fires no more slots (messages it "
         "already sent stay). `deleted` is false when there was no such schedule.",
     ),
+    Tool(
+        "list_audit",
+        wire.LIST_AUDIT,
+        R,
+        "Read the audit trail: who (`actor`: admin:<n>, key:<id>, embedded) changed what "
+        "(`action`: CreateQueue with its config diff, DeleteQueue, Subscribe, Unsubscribe, "
+        "Purge and Redrive with counts, CreateKey, RevokeKey, CreateSchedule, "
+        "DeleteSchedule) and when, with the HTTP `request_id`. Oldest first: pass the last "
+        "entry's `id` as `after_id` for the next page; `queue` and `since_ms` narrow it.",
+    ),
 )
 
 NOT_TOOLS: Mapping[str, str] = MappingProxyType(

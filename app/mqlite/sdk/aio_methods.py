@@ -11,6 +11,7 @@ from mqlite.sdk.aio_message import AsyncMessage
 from mqlite.sdk.call import AsyncDriver
 from mqlite.types import (
     AccessKey,
+    AuditEntry,
     BatchResult,
     FilterTestResult,
     Message,
@@ -253,3 +254,11 @@ class AsyncMethods(AsyncDriver):
     async def list_schedules(self) -> list[Schedule]:
         """Every schedule by name, with its next and last firing and its status."""
         return await self._run(calls.list_schedules())
+
+    async def list_audit(
+        self, after_id: int = 0, limit: int = 100, queue: str = "", since_ms: int = 0
+    ) -> list[AuditEntry]:
+        """One page of the audit trail in id order: entries after ``after_id``, at or after
+        ``since_ms`` (epoch ms), of ``queue`` only when given; ``limit`` 1..1000 (0 = 100).
+        Page on with the last entry's id; an empty page is the end (for now)."""
+        return await self._run(calls.list_audit(after_id, limit, queue, since_ms))

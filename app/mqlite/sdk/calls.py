@@ -30,6 +30,7 @@ from mqlite import defaults, errors, wire
 from mqlite.sdk.call import SAFE, UNSAFE, Steps, rpc, verb
 from mqlite.types import (
     AccessKey,
+    AuditEntry,
     BatchResult,
     FilterTestResult,
     Message,
@@ -505,4 +506,19 @@ def delete_schedule(name: str) -> Steps[bool]:
 def list_schedules() -> Steps[list[Schedule]]:
     """Every schedule by name, with its next and last firing and its status."""
     r = yield from rpc(wire.LIST_SCHEDULES, wire.EmptyRequest())
+    return r.values()
+
+
+# -- the audit trail (docs/operations.md "Audit trail") ---------------------------------
+
+
+@verb(wire.LIST_AUDIT, SAFE)
+def list_audit(
+    after_id: int = 0, limit: int = 100, queue: str = "", since_ms: int = 0
+) -> Steps[list[AuditEntry]]:
+    """One page of the audit trail in id order: entries after ``after_id``, at or after
+    ``since_ms`` (epoch ms), of ``queue`` only when given; ``limit`` 1..1000 (0 = 100).
+    Page on with the last entry's id; an empty page is the end (for now)."""
+    req = wire.ListAuditRequest(after_id, limit, queue, since_ms)
+    r = yield from rpc(wire.LIST_AUDIT, req)
     return r.values()

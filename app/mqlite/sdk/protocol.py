@@ -22,6 +22,7 @@ from typing import Protocol, Self, runtime_checkable
 from mqlite import wire
 from mqlite.types import (
     AccessKey,
+    AuditEntry,
     BatchResult,
     FilterTestResult,
     Message,
@@ -221,6 +222,13 @@ class Client(Protocol):
 
     def list_schedules(self) -> list[Schedule]:
         """Every schedule by name, with its next and last firing and its status."""
+
+    def list_audit(
+        self, after_id: int = 0, limit: int = 100, queue: str = "", since_ms: int = 0
+    ) -> list[AuditEntry]:
+        """One page of the audit trail in id order: entries after ``after_id``, at or after
+        ``since_ms`` (epoch ms), of ``queue`` only when given; ``limit`` 1..1000 (0 = 100).
+        Page on with the last entry's id; an empty page is the end (for now)."""
 
     def close(self) -> None:
         """Release the client; later calls raise ``Closed``. Idempotent."""

@@ -139,6 +139,7 @@ class BrokerApp:
             checkpoint=s.checkpoint,
             replica=s.db_replica,
         )
+        engine.audit_max_age_ms, engine.audit_max_rows = s.audit_max_age_ms, s.audit_max_rows
         self.runtime = Runtime(engine)
         self.replication = ReplicationProbe.from_env(
             process_environ(), engine.store.location.path, engine.now_ms

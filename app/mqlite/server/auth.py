@@ -33,11 +33,19 @@ class Principal:
     scope: tuple[str, ...] = ()
     rate_limit_per_s: int = 0  # a managed key's own bucket (0 = the broker default)
     burst: int = 0
+    # Who the audit trail names (engine/audit.py): admin:<n> (the n-th configured token,
+    # from 1), key:<id>, monitor, anonymous. Never the token.
+    actor: str = "anonymous"
 
 
 ANONYMOUS = Principal("anonymous", ALL)
-ADMIN = Principal("manage", ALL)
-MONITOR = Principal("monitor", frozenset({"monitor"}))
+ADMIN = Principal("manage", ALL, actor="admin:1")
+MONITOR = Principal("monitor", frozenset({"monitor"}), actor="monitor")
+
+
+def admin(position: int) -> Principal:
+    """The principal of the configured token at ``position`` (from 0)."""
+    return ADMIN if position == 0 else Principal("manage", ALL, actor=f"admin:{position + 1}")
 
 
 def refused(outcome: str) -> errors.Unauthenticated:
@@ -89,12 +97,19 @@ class TokenSet:
         self._digests = [_digest(t) for t in tokens]
 
     def __contains__(self, token: object) -> bool:
+        return self.position(token) >= 0
+
+    def position(self, token: object) -> int:
+        """Where ``token`` is in the configured list (from 0), -1 if absent: the audit
+        trail names an administrator by it. Every digest is compared, no early exit:
+        timing is independent of the position."""
         if not isinstance(token, str):
-            return False
+            return -1
         candidate = _digest(token)
-        found = False
-        for digest in self._digests:  # no early exit: timing is independent of position
-            found |= hmac.compare_digest(candidate, digest)
+        found = -1
+        for i, digest in enumerate(self._digests):
+            if hmac.compare_digest(candidate, digest):
+                found = i
         return found
 
 
@@ -108,6 +123,7 @@ class Authenticator:
     ) -> None:
         self.enabled = admin_tokens is not None
         self._admins = TokenSet(admin_tokens or ())
+        self._admin_principals = [admin(i) for i in range(len(admin_tokens or ()))]
         self._monitors = TokenSet(monitor_tokens)
         self._lookup_key = lookup_key
         self._refusal = refusal
@@ -120,8 +136,9 @@ class Authenticator:
         if token is None:
             present = any(k.lower() == b"authorization" for k, _ in headers)
             raise refused("invalid" if present else "missing")
-        if token in self._admins:
-            return ADMIN
+        position = self._admins.position(token)
+        if position >= 0:
+            return self._admin_principals[position]
         if token in self._monitors:
             return MONITOR
         key = self._lookup_key(token)
@@ -129,7 +146,9 @@ class Authenticator:
             raise refused(self._refusal(token) if self._refusal is not None else "invalid")
         perms = ALL if "manage" in key.permissions else frozenset(key.permissions) - {"monitor"}
         access = "manage" if "manage" in key.permissions else "key"
-        return Principal(access, perms, key.id, key.queues, key.rate_limit_per_s, key.burst)
+        return Principal(
+            access, perms, key.id, key.queues, key.rate_limit_per_s, key.burst, f"key:{key.id}"
+        )
 
 
 def authorize(principal: Principal, permission: str, *, auth_enabled: bool) -> None:
@@ -164,6 +183,12 @@ NAMED_QUEUE_ROUTES = frozenset(
 SCOPE_FILTERED = frozenset(
     {"AdminService/ListQueues", "AdminService/ListSubscriptions", "AdminService/TestFilter"}
 )
+# Routes a scoped key may call though they name no queue, whose handler checks the scope
+# against the queue the named object targets (DeleteSchedule: the schedule's queue).
+SCOPE_CHECKED_BY_HANDLER = frozenset({"AdminService/DeleteSchedule"})
+# Broker-wide reads a scoped key may not call even though they can name a queue: the audit
+# trail also holds keys' rows and other scopes' history (like keys and Observe).
+UNSCOPED_ONLY = frozenset({"AdminService/ListAudit"})
 
 
 def in_scope(scope: tuple[str, ...], name: str, topic_of: Callable[[str], str | None]) -> bool:
@@ -197,9 +222,11 @@ def authorize_scope(
     """
     if not principal.scope:
         return
+    if route_name in UNSCOPED_ONLY:
+        raise errors.PermissionDenied(f"{route_name} needs a credential not scoped to queues")
     names = queue_names(route_name, req)
     if not names:
-        if route_name in SCOPE_FILTERED:
+        if route_name in SCOPE_FILTERED or route_name in SCOPE_CHECKED_BY_HANDLER:
             return
         raise errors.PermissionDenied(f"{route_name} needs a credential not scoped to queues")
     for name in names:

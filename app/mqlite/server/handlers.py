@@ -20,6 +20,7 @@ from mqlite import errors
 from mqlite import wire as w
 from mqlite.config import Settings
 from mqlite.engine import Engine, scopes
+from mqlite.engine.audit import Actor
 from mqlite.engine.dlq import PACE_INTERVAL_MS, Walk, chunk_plan
 from mqlite.server.auth import in_scope
 from mqlite.server.runtime import Runtime
@@ -38,6 +39,7 @@ class Context:
     broker: Any = None  # the BrokerApp (Observe adds its HTTP measurements)
     scope: tuple[str, ...] = ()  # a scoped key's queue patterns (lists are filtered to them)
     share: Any = None  # the caller's shares.Share (None: no share, an admin token)
+    actor: Actor | None = None  # who asks, for the audit trail (audited routes only)
 
     @property
     def engine(self) -> Engine:
@@ -209,35 +211,37 @@ async def stats(ctx: Context, req: w.MetricsRequest) -> Any:
 @rpc("AdminService/CreateQueue")
 async def create_queue(ctx: Context, req: w.CreateQueueRequest) -> Any:
     ctx.log["queue"] = req.name
-    await ctx.call(ctx.engine.create_queue, req.name, req.queue_config)
+    await ctx.call(ctx.engine.create_queue, req.name, req.queue_config, actor=ctx.actor)
     return w.EmptyResponse()
 
 
 @rpc("AdminService/EnsureQueue")
 async def ensure_queue(ctx: Context, req: w.EnsureQueueRequest) -> Any:
     ctx.log["queue"] = req.name
-    found = await ctx.call(ctx.engine.ensure_queue, req.name, req.queue_config, req.strict)
+    found = await ctx.call(
+        ctx.engine.ensure_queue, req.name, req.queue_config, req.strict, actor=ctx.actor
+    )
     return w.EnsureQueueResponse.of(found)
 
 
 @rpc("AdminService/DeleteQueue")
 async def delete_queue(ctx: Context, req: w.DeleteQueueRequest) -> Any:
     ctx.log["queue"] = req.name
-    await ctx.call(ctx.engine.delete_queue, req.name, req.generation)
+    await ctx.call(ctx.engine.delete_queue, req.name, req.generation, actor=ctx.actor)
     return w.DeleteQueueResponse()
 
 
 @rpc("AdminService/Subscribe")
 async def subscribe(ctx: Context, req: w.SubscribeRequest) -> Any:
     ctx.log.update(topic=req.topic, sub=req.name)
-    await ctx.call(ctx.engine.subscribe, req.topic, req.name, req.expr)
+    await ctx.call(ctx.engine.subscribe, req.topic, req.name, req.expr, actor=ctx.actor)
     return w.EmptyResponse()
 
 
 @rpc("AdminService/Unsubscribe")
 async def unsubscribe(ctx: Context, req: w.UnsubscribeRequest) -> Any:
     ctx.log.update(topic=req.topic, sub=req.name)
-    await ctx.call(ctx.engine.unsubscribe, req.topic, req.name)
+    await ctx.call(ctx.engine.unsubscribe, req.topic, req.name, actor=ctx.actor)
     return w.EmptyResponse()
 
 
@@ -303,6 +307,7 @@ async def redrive(ctx: Context, req: w.RedriveRequest) -> Any:
                 req.older_than_ms,
                 walk,
                 req.seq_numbers,
+                actor=ctx.actor,
             )
             moved += n
             ctx.log["n"] = moved
@@ -331,7 +336,13 @@ async def purge(ctx: Context, req: w.PurgeRequest) -> Any:
     walk: Walk | None = None
     for chunk, _ in chunk_plan(req.max, 0):
         n, walk = await ctx.call(
-            ctx.engine.purge_chunk, req.queue, chunk, req.older_than_ms, walk, req.seq_numbers
+            ctx.engine.purge_chunk,
+            req.queue,
+            chunk,
+            req.older_than_ms,
+            walk,
+            req.seq_numbers,
+            actor=ctx.actor,
         )
         purged += n
         ctx.log["n"] = purged
@@ -374,6 +385,7 @@ async def create_key(ctx: Context, req: w.CreateKeyRequest) -> Any:
         list(req.queues),
         req.rate_limit_per_s,
         req.burst,
+        actor=ctx.actor,
     )
     return w.CreateKeyResponse.of(key, token)
 
@@ -388,7 +400,7 @@ async def list_keys(ctx: Context, req: w.ListKeysRequest) -> Any:
 
 @rpc("AuthService/RevokeKey")
 async def revoke_key(ctx: Context, req: w.RevokeKeyRequest) -> Any:
-    await ctx.call(ctx.engine.revoke_key, req.id)
+    await ctx.call(ctx.engine.revoke_key, req.id, actor=ctx.actor)
     return w.SettleResponse()
 
 
@@ -407,6 +419,7 @@ async def create_schedule(ctx: Context, req: w.CreateScheduleRequest) -> Any:
         req.timezone,
         req.catch_up,
         req.paused,
+        actor=ctx.actor,
     )
     return w.ScheduleResponse.of(schedule)
 
@@ -414,9 +427,28 @@ async def create_schedule(ctx: Context, req: w.CreateScheduleRequest) -> Any:
 @rpc("AdminService/DeleteSchedule")
 async def delete_schedule(ctx: Context, req: w.DeleteScheduleRequest) -> Any:
     ctx.log["schedule"] = req.name
-    return w.DeleteScheduleResponse(await ctx.call(ctx.engine.delete_schedule, req.name))
+    # A scoped manage key: the schedule's target queue must be in its scope, judged in the
+    # deleting transaction (the request names no queue for authorize_scope to check).
+    allow = None
+    if ctx.scope:
+        scope, topic_of = ctx.scope, ctx.engine.topic_of
+        allow = lambda queue: in_scope(scope, queue, topic_of)  # noqa: E731
+    deleted = await ctx.call(ctx.engine.delete_schedule, req.name, actor=ctx.actor, allow=allow)
+    return w.DeleteScheduleResponse(deleted)
 
 
 @rpc("AdminService/ListSchedules")
 async def list_schedules(ctx: Context, _: w.EmptyRequest) -> Any:
     return w.ListSchedulesResponse.of(await ctx.call(ctx.engine.list_schedules))
+
+
+# -- AdminService: the audit trail (docs/operations.md "Audit trail") ---------------------
+
+
+@rpc("AdminService/ListAudit")
+async def list_audit(ctx: Context, req: w.ListAuditRequest) -> Any:
+    entries = await asyncio.to_thread(
+        ctx.engine.list_audit, req.after_id, req.limit, req.queue, req.since_ms
+    )
+    ctx.log["n"] = len(entries)
+    return w.ListAuditResponse.of(entries)

@@ -22,6 +22,7 @@ from typing import TYPE_CHECKING, Any
 from starlette.types import ASGIApp, Receive, Scope, Send
 
 from mqlite import errors, wire
+from mqlite.server.audit_actor import AUDITED, actor_of, request_id
 from mqlite.server.auth import authorize_scope
 from mqlite.server.cors import cors_headers
 from mqlite.server.guards import check_local_caller
@@ -80,6 +81,7 @@ class RpcDispatcher:
         # Rate limits apply to managed keys only (auth on); a Send pays for each message.
         limited = auth_enabled
         counts_messages = route.name in ("QueueService/Send", "QueueService/Schedule")
+        audited = route.name in AUDITED  # decided here: the hot routes pay nothing per call
 
         async def endpoint(scope: Scope, receive: Receive, send: Send) -> None:
             fields: dict[str, Any] = {}
@@ -110,6 +112,11 @@ class RpcDispatcher:
                         ctx = Context(runtime, fields, receive, broker.started_ms, broker.settings)
                         ctx.access, ctx.broker, ctx.share = principal.access, broker, share
                         ctx.scope = principal.scope
+                        if audited:  # who and which request, for the audit row
+                            rid = request_id(scope["headers"])
+                            fields["request_id"] = rid
+                            headers = [*headers, (b"x-request-id", rid.encode())]
+                            ctx.actor = actor_of(principal, rid)
                         body = wire.encode_response(route, await handler(ctx, req))
                 finally:
                     shares.leave(share)

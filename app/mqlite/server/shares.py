@@ -20,7 +20,7 @@ from __future__ import annotations
 from collections.abc import Callable, Sequence
 
 from mqlite import defaults, errors
-from mqlite.server.auth import ADMIN, ANONYMOUS, Principal, TokenSet, bearer_token
+from mqlite.server.auth import Principal, TokenSet, bearer_token
 
 
 def share_of(cap: int, percent: int) -> int:
@@ -62,7 +62,7 @@ class CredentialShares:
 
     def enter(self, principal: Principal) -> Share | None:
         """Count a request of ``principal`` (None: it has no share), or raise 503."""
-        if principal is ADMIN or principal is ANONYMOUS:
+        if not principal.key_id and principal.access in ("manage", "anonymous"):  # tokens
             return None
         key = principal.key_id or principal.access
         share = self._shares.get(key)

@@ -13,8 +13,16 @@ Each JSON object is declared ONCE, as a ``msgspec.Struct``; everything else is d
 - ``openapi``: ``openapi_document(version)`` from the same Structs.
 """
 
-from . import admin_service, auth_service, observability, queue_service, schedule_service
+from . import (
+    admin_service,
+    audit_service,
+    auth_service,
+    observability,
+    queue_service,
+    schedule_service,
+)
 from .admin_service import *  # noqa: F403 (each service module lists its __all__)
+from .audit_service import *  # noqa: F403
 from .auth_service import *  # noqa: F403
 from .base import PATH_PREFIX, Route
 from .codec import (
@@ -67,3 +75,4 @@ __all__ += admin_service.__all__
 __all__ += auth_service.__all__
 __all__ += observability.__all__
 __all__ += schedule_service.__all__
+__all__ += audit_service.__all__

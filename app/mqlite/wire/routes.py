@@ -11,7 +11,14 @@ from collections.abc import Mapping
 from types import MappingProxyType
 from typing import Any
 
-from . import admin_service, auth_service, observability, queue_service, schedule_service
+from . import (
+    admin_service,
+    audit_service,
+    auth_service,
+    observability,
+    queue_service,
+    schedule_service,
+)
 from .base import Route
 
 ROUTES: tuple[Route[Any, Any], ...] = (
@@ -20,6 +27,7 @@ ROUTES: tuple[Route[Any, Any], ...] = (
     *observability.ROUTES,
     *auth_service.ROUTES,
     *schedule_service.ROUTES,
+    *audit_service.ROUTES,
 )
 
 ROUTES_BY_PATH: Mapping[str, Route[Any, Any]] = MappingProxyType({r.path: r for r in ROUTES})

@@ -9,6 +9,7 @@ Subparsers = argparse._SubParsersAction
 
 def register_all(sub: Subparsers, common: argparse.ArgumentParser) -> None:  # type: ignore[type-arg]
     from mqlite.cli.commands import (
+        audit,
         backup,
         cron,
         dlq,
@@ -21,5 +22,17 @@ def register_all(sub: Subparsers, common: argparse.ArgumentParser) -> None:  # t
         settle,
     )
 
-    for module in (queues, observe, messages, receive, settle, dlq, keys, local, backup, cron):
+    for module in (
+        queues,
+        observe,
+        messages,
+        receive,
+        settle,
+        dlq,
+        keys,
+        local,
+        backup,
+        cron,
+        audit,
+    ):
         module.register(sub, common)

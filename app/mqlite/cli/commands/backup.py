@@ -17,7 +17,6 @@ from mqlite.cli.args import output_flag
 from mqlite.cli.commands.local import local_path
 from mqlite.cli.context import Context, Failure, UsageError
 from mqlite.cli.output import Progress
-from mqlite.sdk.embedded import restore_snapshot, take_snapshot
 
 
 def register(sub: Any, common: argparse.ArgumentParser) -> None:
@@ -52,6 +51,8 @@ def backup(ctx: Context) -> int:
         if bar is None:
             bar = Progress("backup", total // 1024, " KiB")
         bar.update(done // 1024)
+
+    from mqlite.sdk.embedded import take_snapshot  # local-only: see local_path
 
     try:
         snap = take_snapshot(source, ctx.args.path, force=ctx.args.force, progress=progress)
@@ -94,6 +95,8 @@ def restore(ctx: Context) -> int:
             ctx.out.line(f"restored {ctx.args.replica} -> {target}: integrity ok")
             ctx.out.line(f"start it with MQLITE_DB=file:{target}")
         return 0
+    from mqlite.sdk.embedded import restore_snapshot  # local-only: see local_path
+
     try:
         target, digest, facts = restore_snapshot(ctx.args.snapshot, ctx.args.data_dir)
     except errors.BackupFailed as exc:

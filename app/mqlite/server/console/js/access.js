@@ -15,6 +15,7 @@ export function featuresOf(card) {
     unsubscribe: has("AdminService/Unsubscribe"),
     keys: has("AuthService/CreateKey"),
     schedules: has("AdminService/ListSchedules"),
+    audit: has("AdminService/ListAudit"),
     authOff: card.auth === "none",
   };
 }

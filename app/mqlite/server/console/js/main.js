@@ -16,6 +16,7 @@ import * as queue from "./views/queue.js";
 import * as topics from "./views/topics.js";
 import * as keys from "./views/keys.js";
 import * as schedules from "./views/schedules.js";
+import * as audit from "./views/audit.js";
 import * as openQueue from "./views/open_queue.js";
 
 const $ = (id) => document.getElementById(id);
@@ -29,6 +30,7 @@ const ROUTES = [
   { re: /^#\/topics$/, name: "topics", view: topics },
   { re: /^#\/keys$/, name: "keys", view: keys },
   { re: /^#\/schedules$/, name: "schedules", view: schedules },
+  { re: /^#\/audit$/, name: "audit", view: audit },
 ];
 
 const app = {
@@ -87,6 +89,7 @@ function showShell(signedIn) {
   $("session").hidden = !signedIn;
   for (const li of document.querySelectorAll("[data-needs=manage]")) li.hidden = app.access === "monitor" || app.access === "app";
   for (const li of document.querySelectorAll("[data-needs=schedules]")) li.hidden = app.access === "monitor" || app.access === "app" || !app.features.schedules;
+  for (const li of document.querySelectorAll("[data-needs=audit]")) li.hidden = app.access === "monitor" || app.access === "app" || !app.features.audit;
   for (const li of document.querySelectorAll("[data-needs=observe]")) li.hidden = app.access === "app";
   for (const li of document.querySelectorAll("[data-needs=app]")) li.hidden = app.access !== "app";
   const perms = app.perms ? ["send", "listen"].filter((p) => app.perms[p]).join(" + ") : "";
