@@ -18,7 +18,7 @@ from typing import Any
 from mqlite import defaults
 from mqlite.engine import claim_pipelined
 from mqlite.engine.budget import encoded_size
-from mqlite.engine.remote import RemoteConnection
+from mqlite.engine.remote import pipelined
 from mqlite.engine.rows import MESSAGE_COLUMNS, row_to_message
 from mqlite.types import Message, OrderingMode, QueueInfo
 
@@ -111,7 +111,8 @@ def claim_batch(
         else (CLAIM_GROUPED_SQL)
     )
     params = {"queue": queue.name, "now": now_ms, "until": now_ms + queue.config.lock_duration_ms}
-    if isinstance(conn, RemoteConnection):  # a round trip per statement: claims in chunks
+    loop: sqlite3.Connection = conn  # (for a chunk that crossed the byte budget)
+    if pipelined(conn):  # a round trip per statement: claims in chunks
         return claim_pipelined.claim_batch(
             conn,
             sql,
@@ -120,7 +121,7 @@ def claim_batch(
             delete=delete,
             new_token=new_lock_token,
             without_lease=_without_lease,
-            one_by_one=lambda n: _claim_loop(conn, sql, dict(params), n, delete),
+            one_by_one=lambda n: _claim_loop(loop, sql, dict(params), n, delete),
         )
     return _claim_loop(conn, sql, params, max_messages, delete)
 
@@ -192,7 +193,7 @@ def save_attempt(
     ttl = max(queue.config.lock_duration_ms, defaults.RECEIVE_ATTEMPT_MIN_TTL_MS)
     response = json.dumps([_encode_message(m) for m in messages], separators=(",", ":"))
     row = (queue.name, attempt_id, response, now_ms, now_ms + ttl)
-    if isinstance(conn, RemoteConnection):  # nothing reads it: it travels with the COMMIT
+    if pipelined(conn):  # nothing reads it: it travels with the COMMIT
         conn.defer(SAVE_ATTEMPT_SQL, row)
     else:
         conn.execute(SAVE_ATTEMPT_SQL, row)

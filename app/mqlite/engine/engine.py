@@ -21,7 +21,6 @@ from mqlite.engine.core import serialized
 from mqlite.engine.keys import KeyOps
 from mqlite.engine.notify import Waiter
 from mqlite.engine.observe import ObserveOps
-from mqlite.engine.remote import RemoteConnection
 from mqlite.engine.schedules import ScheduleOps
 from mqlite.engine.send import Route, SendResult
 from mqlite.engine.storage_errors import translate
@@ -427,10 +426,9 @@ class Engine(AdminOps, KeyOps, TopicOps, ObserveOps, ScheduleOps, AuditOps):
         if self.catalog.find(name) is None:
             return [BatchResult(seq, False) for seq, _ in pairs]
         with self._write() as (conn, now):
-            if isinstance(conn, RemoteConnection):  # one request with the COMMIT
-                results, count = settle_pipelined.complete_batch(conn, now, name, pairs)
-                self.store.after_commit(lambda: count[0] and self._completed(name, count[0]))
-                return results  # (filled in by then: the COMMIT answered)
+            if settle_pipelined.pipelined(conn):  # one request with the COMMIT
+                hooks = (self.store.after_commit, self._completed)  # (counted after it)
+                return settle_pipelined.complete_batch(conn, now, name, pairs, *hooks)
             results, deleted = settle.complete_batch(conn, now, name, pairs)
             if deleted:
                 self.store.after_commit(lambda: self._completed(name, deleted))

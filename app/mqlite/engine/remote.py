@@ -51,7 +51,7 @@ import os
 import sqlite3
 import time
 from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
-from typing import Any
+from typing import Any, TypeGuard
 
 from mqlite import defaults
 from mqlite.engine.hrana import (
@@ -463,6 +463,12 @@ class RemoteConnection:
 
     def close(self) -> None:
         self.reset()
+
+
+def pipelined(conn: object) -> TypeGuard[RemoteConnection]:
+    """A remote store's connection: its transactions are pipelined (a local file runs the
+    engine's statements one by one, each answered in microseconds)."""
+    return isinstance(conn, RemoteConnection)
 
 
 def _cursor(outcome: Result | None) -> RemoteCursor:

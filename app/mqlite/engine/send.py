@@ -16,7 +16,7 @@ from dataclasses import dataclass
 
 from mqlite import defaults, errors
 from mqlite.engine import dedup
-from mqlite.engine.remote import RemoteConnection, RemoteCursor
+from mqlite.engine.remote import RemoteConnection, RemoteCursor, pipelined
 from mqlite.engine.rows import encode_properties, split_body
 from mqlite.filters import FilterInput
 from mqlite.filters import runtime as filter_runtime
@@ -175,11 +175,7 @@ def insert(
     """
     scheduled = visible_at_ms > now_ms
     state = "scheduled" if scheduled else "active"
-    if (
-        len(routes) == 1
-        and plan is None
-        and (len(messages) > 1 or isinstance(conn, RemoteConnection))
-    ):
+    if len(routes) == 1 and plan is None and (len(messages) > 1 or pipelined(conn)):
         route = routes[0]  # (remote: a single send too, so that it rides with the COMMIT)
         if route.queue.config.dedup_window_ms <= 0:
             batch = _insert_many(conn, now_ms, route.queue, messages, visible_at_ms, ttl_ms, state)
@@ -293,7 +289,7 @@ def _insert_many(
         )
         for m, (inline, external) in zip(messages, split, strict=True)
     ]
-    if isinstance(conn, RemoteConnection) and not any(external for _, external in split):
+    if pipelined(conn) and not any(external for _, external in split):
         return _insert_deferred(conn, rows)
     conn.executemany(INSERT_MESSAGE_SQL, rows)
     last = int(conn.execute(LAST_ROWID_SQL).fetchone()[0])
@@ -304,7 +300,7 @@ def _insert_many(
     return seqs
 
 
-def _insert_deferred(conn: RemoteConnection, rows: list[tuple[object, ...]]) -> list[int]:
+def _insert_deferred(conn: RemoteConnection, rows: Sequence[Sequence[object]]) -> list[int]:
     """On a remote store the rows travel with the transaction's next request -- for a
     send, its COMMIT: one round trip (remote_pipeline.py); the seqs (consecutive, as in
     ``_insert_many``) are filled in when the server answered, before the call returns."""

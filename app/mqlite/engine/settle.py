@@ -18,7 +18,7 @@ from collections.abc import Sequence
 from mqlite import defaults, errors
 from mqlite.engine import retry
 from mqlite.engine.claim import new_lock_token
-from mqlite.engine.remote import RemoteConnection
+from mqlite.engine.remote import pipelined
 from mqlite.engine.rows import MESSAGE_COLUMNS, row_to_message
 from mqlite.types import BatchResult, Message, QueueInfo
 
@@ -170,7 +170,7 @@ def _settle(
             now_ms,
             now_ms + defaults.SETTLEMENT_RECEIPT_TTL_MS,
         )
-        if isinstance(conn, RemoteConnection):  # nothing reads it: it travels with the COMMIT
+        if pipelined(conn):  # nothing reads it: it travels with the COMMIT
             conn.defer(INSERT_RECEIPT_SQL, receipt)
         else:
             conn.execute(INSERT_RECEIPT_SQL, receipt)

@@ -22,6 +22,7 @@ from collections.abc import Callable, Sequence
 
 from mqlite import defaults
 from mqlite.engine.remote import RemoteConnection, RemoteCursor
+from mqlite.engine.remote import pipelined as pipelined
 from mqlite.engine.settle import COMPLETE_PAIR_SQL, LOOKUP_RECEIPT_SQL, OP_COMPLETE
 from mqlite.types import BatchResult
 
@@ -34,14 +35,26 @@ SELECT ?, ?, ?, ?, ?, ?, ? WHERE changes() > 0
 
 
 def complete_batch(
-    conn: RemoteConnection, now_ms: int, queue: str, pairs: Sequence[tuple[int, str]]
-) -> tuple[list[BatchResult], list[int]]:
-    """The results (filled in once the server answered) and ``[rows deleted now]``."""
+    conn: RemoteConnection,
+    now_ms: int,
+    queue: str,
+    pairs: Sequence[tuple[int, str]],
+    after_commit: Callable[[Callable[[], None]], None],
+    completed: Callable[[str, int], None],
+) -> list[BatchResult]:
+    """The results (filled in once the server answered, before the call returns); the
+    rows deleted now are reported to ``completed`` after COMMIT (the effect counters)."""
     results = [BatchResult(seq, False) for seq, _ in pairs]
     deleted = [0]
     unique = list(dict.fromkeys((seq, token) for seq, token in pairs if token))
     if not unique:
-        return results, deleted
+        return results
+
+    def count() -> None:
+        if deleted[0]:
+            completed(queue, deleted[0])
+
+    after_commit(count)
     done: set[tuple[int, str]] = set()
     expires = now_ms + defaults.SETTLEMENT_RECEIPT_TTL_MS
 
@@ -70,4 +83,4 @@ def complete_batch(
         conn.defer(COMPLETE_PAIR_SQL, (seq, queue, token, now_ms), row_deleted((seq, token)))
         receipt = (token, queue, seq, OP_COMPLETE, "", now_ms, expires)
         conn.defer(INSERT_RECEIPT_IF_DELETED_SQL, receipt, answer if i == len(unique) else None)
-    return results, deleted
+    return results
