@@ -104,6 +104,7 @@ BENCH_ARGS ?=
 bench: $(RUNTIME)
 	tests/bench/suite/deps.sh $(VENV)
 	$(PY) tests/bench/suite/run.py $(BENCH_ARGS)
+	$(PY) tests/bench/suite/focused.py
 
 # ---- drills (ops/drills; docs/operations.md "Drills"): PASS/FAIL reports, exit 1 on FAIL --
 # The full variants; `make test` runs each with --quick. Each writes its report (time,

@@ -34,6 +34,9 @@ caddy
 chromium
 # tests/repo/test_bench_suite.py: the bench suite's HTTP cells drive mqlite serve with wrk.
 wrk
+# tests/repo/test_cost_gate.py: instructions (callgrind) and system calls per message.
+valgrind
+strace
 # --- apt packages: end ---
 )
 

@@ -4,20 +4,23 @@ Run from the repository root (not collected by pytest)::
 
     .venv/bin/python tests/bench/engine_bench.py [--quick] [--dir DIR] [--check]
 
-Every figure is measured in one run, on a file database with ``synchronous=NORMAL`` and
-256-byte bodies, once through the engine and once through a bare ``sqlite3`` connection on
-a database created from the same ``app/mqlite/engine/schema.sql`` (so the partial indexes
-match) with the engine's PRAGMAs. Each figure gets a fresh database on both sides; trials
-alternate engine/raw and the best of ``--trials`` (default 5) is reported. The raw side is
+Every figure is measured in one run, in CPU time of this process (``time.process_time``:
+user + system, so SQLite's writes count; on a shared machine wall time measures the
+neighbours -- issue 29 saw 0.04x for a batch at a load average of 25), on a file
+database with ``synchronous=NORMAL`` and 256-byte bodies, once through the engine and
+once through a bare ``sqlite3`` connection on a database created from the same
+``app/mqlite/engine/schema.sql`` (so the partial indexes match) with the engine's
+PRAGMAs. Each figure gets a fresh database on both sides; trials alternate engine/raw
+and the best of ``--trials`` (default 5) is reported. The raw side is
 the floor: what SQLite itself costs through Python's ``sqlite3`` for the same work, without the
 engine's validation, receipts and object mapping.
 
 Figures and targets:
 
-* send_one msg/s             >= 0.7x raw (one INSERT + COMMIT per row)
-* send batch of 64 msg/s     >= 0.5x raw (64-row INSERT transactions)
+* send_one msg/s             >= 0.8x raw (one INSERT + COMMIT per row; issue 29)
+* send batch of 64 msg/s     >= 0.7x raw (64-row INSERT transactions)
 * receive 64 + complete_batch drain msg/s
-                             >= 0.5x raw (64 claim UPDATE...RETURNING in one transaction,
+                             >= 0.7x raw (64 claim UPDATE...RETURNING in one transaction,
                                then one fenced DELETE transaction)
 * claim latency growth from a 1k to a 200k backlog: <= 2 (receive(max=1); the claim seeks
   idx_msg_active, so a deep backlog must not slow it down)
@@ -80,6 +83,9 @@ RETURNING id, queue, state, visible_at, locked_until, lock_token, delivery_count
           enqueued_at, expires_at, message_id, correlation_id, reply_to, group_id,
           content_type, subject, properties, body
 """
+
+
+cpu = time.process_time  # see the module docstring
 
 
 def now_ms() -> int:
@@ -219,31 +225,31 @@ def prefill(side: Side, n: int, chunk: int = 500) -> None:
 def run_send_one(side: Side, sz: Sizes) -> float:
     for _ in range(50):
         side.send_one()  # warm-up
-    t0 = time.perf_counter()
+    t0 = cpu()
     for _ in range(sz.send_one):
         side.send_one()
-    return sz.send_one / (time.perf_counter() - t0)
+    return sz.send_one / (cpu() - t0)
 
 
 def run_send_batch(side: Side, sz: Sizes) -> float:
     side.send_batch(64)
-    t0 = time.perf_counter()
+    t0 = cpu()
     for _ in range(sz.batches):
         side.send_batch(64)
-    return sz.batches * 64 / (time.perf_counter() - t0)
+    return sz.batches * 64 / (cpu() - t0)
 
 
 def run_drain(side: Side, sz: Sizes) -> float:
     prefill(side, sz.drain)
     done = 0
-    t0 = time.perf_counter()
+    t0 = cpu()
     while True:
         pairs = side.claim(64)
         if not pairs:
             break
         side.complete(pairs)
         done += len(pairs)
-    elapsed = time.perf_counter() - t0
+    elapsed = cpu() - t0
     assert done == sz.drain, f"drained {done} of {sz.drain}"
     return done / elapsed
 
@@ -255,9 +261,9 @@ def claim_latency_us(side: Side, sz: Sizes, backlog: int) -> float:
         side.claim(1)  # warm-up
     samples = []
     for _ in range(sz.claims):
-        t0 = time.perf_counter()
+        t0 = cpu()
         got = side.claim(1)
-        samples.append(time.perf_counter() - t0)
+        samples.append(cpu() - t0)
         assert len(got) == 1
     return statistics.median(samples) * 1e6
 
@@ -308,11 +314,11 @@ def main(argv: list[str] | None = None) -> int:
     rows: list[tuple[str, str, str, str, str, bool | None]] = []
     try:
         mq, raw = best_of(workdir, sz.trials, lambda s: run_send_one(s, sz), "send1", True)
-        rows.append(_throughput("send_one (msg/s)", mq, raw, 0.7))
+        rows.append(_throughput("send_one (msg/s)", mq, raw, 0.8))
         mq, raw = best_of(workdir, sz.trials, lambda s: run_send_batch(s, sz), "batch", True)
-        rows.append(_throughput("send batch of 64 (msg/s)", mq, raw, 0.5))
+        rows.append(_throughput("send batch of 64 (msg/s)", mq, raw, 0.7))
         mq, raw = best_of(workdir, sz.trials, lambda s: run_drain(s, sz), "drain", True)
-        rows.append(_throughput("receive 64 + complete_batch drain (msg/s)", mq, raw, 0.5))
+        rows.append(_throughput("receive 64 + complete_batch drain (msg/s)", mq, raw, 0.7))
 
         small_mq, small_raw = best_of(
             workdir, sz.trials, lambda s: claim_latency_us(s, sz, sz.small_backlog), "c1k", False

@@ -62,9 +62,10 @@ def test_tiny_run_measures_every_scenario_and_regenerates_only_the_marked_sectio
     assert ("mqlite-http-sdk", "deliver_64") not in seen
     http = [c for c in cells if c["system"] == "mqlite-http-sdk"]
     assert all(c["broker_cpu_us"] is not None and c["broker_peak_rss_kb"] > 0 for c in http)
-    # 4 producers × 4 consumers, the same over 64 groups, long-poll latency: mqlite only.
+    # 4 producers × 4 consumers (receive loops, then mqlite.Receiver), the same over 64
+    # groups, long-poll latency: mqlite only.
     for system in ("mqlite", "mqlite-http-sdk"):
-        for scenario in ("e2e_4x4", "sessions_64g", "longpoll"):
+        for scenario in ("e2e_4x4", "receiver_4x4", "sessions_64g", "longpoll"):
             reps = [c for c in cells if (c["system"], c["scenario"]) == (system, scenario)]
             assert len(reps) == 2 and all(c["rate"] > 0 for c in reps), (system, scenario)
     assert all(0 < c["p50_us"] <= c["p99_us"] for c in cells if c["scenario"] == "longpoll")

@@ -40,8 +40,11 @@ def encoded_size(m: Message) -> int:
         m.dead_letter_reason,
         m.dead_letter_description,
     ):
-        if text:
-            size += json_len(text)
+        if text:  # json_len inlined for its printable-ASCII case (one call per message)
+            if text.isascii() and text.isprintable():
+                size += len(text) + text.count('"') + text.count("\\")
+            else:
+                size += 6 * len(text)
     for key, value in m.properties.items():
         size += PROPERTY_OVERHEAD_BYTES + json_len(key) + json_len(value)
     return size

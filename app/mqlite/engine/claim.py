@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import base64
 import json
+import os
 import secrets
 import sqlite3
 from typing import Any
@@ -133,8 +134,12 @@ def _claim_loop(
     out: list[Message] = []
     budget = 0
     execute = conn.execute
+    # Every token of the batch from one read of the OS CSPRNG (128 bits each, as
+    # new_lock_token): one system call and no Python call per claimed message (hot path).
+    tokens = os.urandom(16 * max_messages).hex()
     while len(out) < max_messages:
-        token = new_lock_token()
+        start = 32 * len(out)
+        token = tokens[start : start + 32]
         params["token"] = token
         row = execute(sql, params).fetchone()
         if row is None:

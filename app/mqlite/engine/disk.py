@@ -64,7 +64,11 @@ class DiskGuard:
         if not self.floor_bytes:
             return
         with self._lock:
-            free = self._available()
+            # _available inlined for its common case (read less than REFRESH_MS ago).
+            if self._monotonic_ms() - self._read_at < REFRESH_MS:
+                free = self._free
+            else:
+                free = self._available()
             if free - nbytes < self.floor_bytes:
                 if not self._below_floor:
                     self._below_floor = True

@@ -10,14 +10,13 @@ from __future__ import annotations
 
 import dataclasses
 import sqlite3
-from collections import Counter
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
 from mqlite import defaults, errors
 from mqlite.engine import dedup
 from mqlite.engine.remote import RemoteConnection, RemoteCursor, pipelined
-from mqlite.engine.rows import encode_properties, split_body
+from mqlite.engine.rows import EXTERNAL_BODY_MIN_BYTES, encode_properties
 from mqlite.filters import FilterInput
 from mqlite.filters import runtime as filter_runtime
 from mqlite.types import OrderingMode, OutMessage, QueueInfo
@@ -30,6 +29,17 @@ INSERT INTO messages (queue, state, visible_at, enqueued_at, expires_at, message
                       correlation_id, reply_to, group_id, content_type, subject, properties, body,
                       external_body_bytes)
 VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
+"""
+
+# The same row for a message with no ids, subject, content type or properties (the common
+# case): NULLs written in the statement, not bound. sqlite3 binds None through its adapter
+# lookup (a failed protocol search per parameter), nine of them cost a send_one ~20 % of
+# its instructions (issue 29).
+INSERT_PLAIN_SQL = """
+INSERT INTO messages (queue, state, visible_at, enqueued_at, expires_at, message_id,
+                      correlation_id, reply_to, group_id, content_type, subject, properties, body,
+                      external_body_bytes)
+VALUES (?, ?, ?, ?, ?, NULL, NULL, NULL, NULL, NULL, NULL, NULL, ?, ?)
 """
 
 # A large body goes to its own table under the message's id (rows.split_body).
@@ -45,6 +55,9 @@ DELETE FROM messages
 """
 
 
+# Fields of at most this many UTF-8 bytes (4 per character) are within every limit.
+_UNMEASURED_FIELD_BYTES = min(defaults.MAX_FIELD_BYTES, defaults.MAX_METADATA_BYTES)
+
 _STRING_FIELDS = ("message_id", "group_id", "subject", "correlation_id", "reply_to", "content_type")
 
 
@@ -56,12 +69,15 @@ class Route:
 
 @dataclass(frozen=True, slots=True)
 class SendResult:
+    """Plain dicts, not Counters: built on every send (hot path), and a Counter costs two
+    Python calls to make and one per first increment."""
+
     seq_numbers: list[int]
-    notify: Counter[str]  # claimable copies per queue: that many parked polls are woken
+    notify: dict[str, int]  # claimable copies per queue: that many parked polls are woken
     # Message effects (observe.py): inserted copies, and dedup hits by kind, per queue.
-    copies: Counter[str] = dataclasses.field(default_factory=Counter)
-    deduplicated: Counter[str] = dataclasses.field(default_factory=Counter)
-    conflicts: Counter[str] = dataclasses.field(default_factory=Counter)
+    copies: dict[str, int] = dataclasses.field(default_factory=dict)
+    deduplicated: dict[str, int] = dataclasses.field(default_factory=dict)
+    conflicts: dict[str, int] = dataclasses.field(default_factory=dict)
 
 
 def validate_messages(messages: object, max_message_bytes: int) -> list[OutMessage]:
@@ -70,7 +86,10 @@ def validate_messages(messages: object, max_message_bytes: int) -> list[OutMessa
     The common case (bytes body, str fields, no or str->str properties) passes through
     untouched; only a bytearray/memoryview body or ``properties=None`` is normalised.
     """
-    if isinstance(messages, OutMessage) or not isinstance(messages, Sequence):
+    # type() first: the ABC check costs more than the rest of a one-message validation.
+    if type(messages) is not list and (
+        isinstance(messages, OutMessage) or not isinstance(messages, Sequence)
+    ):
         raise errors.InvalidArgument("messages must be a list of OutMessage")
     if len(messages) > defaults.MAX_SEND_MESSAGES:
         raise errors.InvalidArgument(
@@ -106,7 +125,22 @@ def validate_messages(messages: object, max_message_bytes: int) -> list[OutMessa
             props and not all(type(k) is str and type(v) is str for k, v in props.items())
         ):
             raise errors.InvalidArgument(f"messages[{i}].properties must map strings to strings")
-        check_metadata(i, m, props)
+        # Hot path: without properties, fields of 1,024 characters in all are under every
+        # byte limit (a character is at most 4 UTF-8 bytes): no per-field measuring.
+        if (
+            props
+            or 4
+            * (
+                len(m.message_id)
+                + len(m.group_id)
+                + len(m.subject)
+                + len(m.correlation_id)
+                + len(m.reply_to)
+                + len(m.content_type)
+            )
+            > _UNMEASURED_FIELD_BYTES
+        ):
+            check_metadata(i, m, props)
         if type(body) is not bytes or props is not m.properties:
             m = dataclasses.replace(m, body=bytes(body), properties=props)
         out.append(m)
@@ -175,19 +209,24 @@ def insert(
     """
     scheduled = visible_at_ms > now_ms
     state = "scheduled" if scheduled else "active"
-    if len(routes) == 1 and plan is None and (len(messages) > 1 or pipelined(conn)):
+    if (
+        len(routes) == 1
+        and plan is None
+        and (len(messages) > 1 or type(conn) is not sqlite3.Connection)
+    ):
         route = routes[0]  # (remote: a single send too, so that it rides with the COMMIT)
         if route.queue.config.dedup_window_ms <= 0:
             batch = _insert_many(conn, now_ms, route.queue, messages, visible_at_ms, ttl_ms, state)
-            copies = Counter({route.queue.name: len(batch)})
-            return SendResult(batch, Counter() if scheduled else copies, copies)
-    notify: Counter[str] = Counter()
+            copies = {route.queue.name: len(batch)}
+            return SendResult(batch, {} if scheduled else copies, copies)
+    notify: dict[str, int] = {}
     result = SendResult([], notify)
+    copies = result.copies
     execute = conn.execute
     for i, m in enumerate(messages):
         final_seq = 0
         conflicted = False
-        props = encode_properties(m.properties)
+        props = encode_properties(m.properties) if m.properties else None
         for route in routes if plan is None else plan[i]:
             q = route.queue
             cfg = q.config
@@ -203,40 +242,61 @@ def insert(
                     kind, seq = hit
                     if kind == dedup.CONFLICT:
                         conflicted = True
-                        result.conflicts[q.name] += 1
+                        result.conflicts[q.name] = result.conflicts.get(q.name, 0) + 1
                     else:
                         final_seq = seq
-                        result.deduplicated[q.name] += 1
+                        result.deduplicated[q.name] = result.deduplicated.get(q.name, 0) + 1
                     continue
-            ttl = effective_ttl_ms(ttl_ms, cfg.default_ttl_ms)
-            inline, external = split_body(m.body)
-            cur = execute(
-                INSERT_MESSAGE_SQL,
-                (
-                    q.name,
-                    state,
-                    visible_at_ms,
-                    now_ms,
-                    visible_at_ms + ttl if ttl > 0 else 0,
-                    m.message_id or None,
-                    m.correlation_id or None,
-                    m.reply_to or None,
-                    m.group_id or None,
-                    m.content_type or None,
-                    m.subject or None,
-                    props,
-                    inline,
-                    external,
-                ),
+            # effective_ttl_ms and split_body, inlined for the common case (hot path).
+            ttl = (
+                effective_ttl_ms(ttl_ms, cfg.default_ttl_ms) if ttl_ms or cfg.default_ttl_ms else 0
             )
+            body = m.body
+            if len(body) > EXTERNAL_BODY_MIN_BYTES:
+                inline, external = b"", len(body)
+            else:
+                inline, external = body, 0
+            if plain(m):
+                cur = execute(
+                    INSERT_PLAIN_SQL,
+                    (
+                        q.name,
+                        state,
+                        visible_at_ms,
+                        now_ms,
+                        visible_at_ms + ttl if ttl > 0 else 0,
+                        inline,
+                        external,
+                    ),
+                )
+            else:
+                cur = execute(
+                    INSERT_MESSAGE_SQL,
+                    (
+                        q.name,
+                        state,
+                        visible_at_ms,
+                        now_ms,
+                        visible_at_ms + ttl if ttl > 0 else 0,
+                        m.message_id or None,
+                        m.correlation_id or None,
+                        m.reply_to or None,
+                        m.group_id or None,
+                        m.content_type or None,
+                        m.subject or None,
+                        props,
+                        inline,
+                        external,
+                    ),
+                )
             seq = int(cur.lastrowid or 0)
             if external:
                 execute(INSERT_BODY_SQL, (seq, m.body))
             if digest:
                 dedup.record(conn, now_ms, q.name, m.message_id, digest, seq)
             if not scheduled:
-                notify[q.name] += 1
-            result.copies[q.name] += 1
+                notify[q.name] = notify.get(q.name, 0) + 1
+            copies[q.name] = copies.get(q.name, 0) + 1
             final_seq = seq
         if single and final_seq == 0 and conflicted:
             raise errors.DedupConflict(
@@ -244,6 +304,19 @@ def insert(
             )
         result.seq_numbers.append(final_seq)
     return result
+
+
+def plain(m: OutMessage) -> bool:
+    """No metadata to bind: the message goes in with ``INSERT_PLAIN_SQL``."""
+    return not (
+        m.message_id
+        or m.correlation_id
+        or m.reply_to
+        or m.group_id
+        or m.content_type
+        or m.subject
+        or m.properties
+    )
 
 
 def _insert_many(
@@ -269,38 +342,59 @@ def _insert_many(
     ttl = effective_ttl_ms(ttl_ms, queue.config.default_ttl_ms)
     expires = visible_at_ms + ttl if ttl > 0 else 0
     name = queue.name
-    split = [split_body(m.body) for m in messages]
-    rows = [
-        (
-            name,
-            state,
-            visible_at_ms,
-            now_ms,
-            expires,
-            m.message_id or None,
-            m.correlation_id or None,
-            m.reply_to or None,
-            m.group_id or None,
-            m.content_type or None,
-            m.subject or None,
-            encode_properties(m.properties),
-            inline,
-            external,
-        )
-        for m, (inline, external) in zip(messages, split, strict=True)
-    ]
-    if pipelined(conn) and not any(external for _, external in split):
-        return _insert_deferred(conn, rows)
-    conn.executemany(INSERT_MESSAGE_SQL, rows)
+    # split_body and encode_properties inlined: no Python call per message (hot path).
+    if not any(  # (see INSERT_PLAIN_SQL; plain() inlined: no call per message)
+        m.message_id
+        or m.correlation_id
+        or m.reply_to
+        or m.group_id
+        or m.content_type
+        or m.subject
+        or m.properties
+        for m in messages
+    ):
+        rows: list[tuple[object, ...]] = [
+            (name, state, visible_at_ms, now_ms, expires,
+             *((m.body, 0) if len(m.body) <= EXTERNAL_BODY_MIN_BYTES else (b"", len(m.body))))
+            for m in messages
+        ]  # fmt: skip
+        sql, ext_col = INSERT_PLAIN_SQL, 6
+    else:
+        rows = [
+            (
+                name,
+                state,
+                visible_at_ms,
+                now_ms,
+                expires,
+                m.message_id or None,
+                m.correlation_id or None,
+                m.reply_to or None,
+                m.group_id or None,
+                m.content_type or None,
+                m.subject or None,
+                encode_properties(m.properties) if m.properties else None,
+                *((m.body, 0) if len(m.body) <= EXTERNAL_BODY_MIN_BYTES else (b"", len(m.body))),
+            )
+            for m in messages
+        ]
+        sql, ext_col = INSERT_MESSAGE_SQL, 13
+    if pipelined(conn) and not any(row[ext_col] for row in rows):
+        return _insert_deferred(conn, sql, rows)
+    conn.executemany(sql, rows)
     last = int(conn.execute(LAST_ROWID_SQL).fetchone()[0])
     seqs = list(range(last - len(messages) + 1, last + 1))
-    large = [(seq, m.body) for seq, m, (_, ext) in zip(seqs, messages, split, strict=True) if ext]
+    large = [
+        (seq, m.body) for seq, m, row in zip(seqs, messages, rows, strict=True) if row[ext_col]
+    ]
     if large:
         conn.executemany(INSERT_BODY_SQL, large)
     return seqs
 
 
-def _insert_deferred(conn: RemoteConnection, rows: Sequence[Sequence[object]]) -> list[int]:
+def _insert_deferred(
+    conn: RemoteConnection, sql: str, rows: Sequence[Sequence[object]]
+) -> list[int]:
     """On a remote store the rows travel with the transaction's next request -- for a
     send, its COMMIT: one round trip (remote_pipeline.py); the seqs (consecutive, as in
     ``_insert_many``) are filled in when the server answered, before the call returns."""
@@ -310,7 +404,7 @@ def _insert_deferred(conn: RemoteConnection, rows: Sequence[Sequence[object]]) -
         last = int(cur.lastrowid or 0)
         seqs[:] = range(last - len(rows) + 1, last + 1)
 
-    conn.defer_many(INSERT_MESSAGE_SQL, rows, fill)
+    conn.defer_many(sql, rows, fill)
     return seqs
 
 
@@ -329,7 +423,10 @@ def route_plan(
     """Evaluate every subscription filter: per message, the routes that accept it. None
     when no route has a filter. Pure CPU on a budget (filters fail closed), run BEFORE the
     write transaction so a costly filter never holds the writer."""
-    if all(r.accepts is None for r in routes):
+    for r in routes:  # a loop, not all(<genexpr>): this runs on every send
+        if r.accepts is not None:
+            break
+    else:
         return None
     plan: list[list[Route]] = []
     deadline = filter_runtime.elapsed_clock() + defaults.FILTER_PUBLISH_BUDGET_MS / 1000

@@ -432,7 +432,12 @@ class _Transaction:
                 raise errors.Closed()
             state = store._tx
             if state.depth == 0:
-                store._begin()  # (a lease renewal it ran commits with this block)
+                if store.lease is None and store.location.remote is None:
+                    # Store._begin inlined for a local file (hot path); a remote store
+                    # always goes through _begin (its lease, its own BEGIN).
+                    store.conn.execute("BEGIN IMMEDIATE")
+                else:
+                    store._begin()  # (a lease renewal it ran commits with this block)
                 self._commit_mark = self._undo_mark = 0
                 if store.in_doubt:
                     try:

@@ -36,7 +36,9 @@ def check_token(name: str, value: object) -> str:
 
 def check_pairs(items: object) -> list[tuple[int, str]]:
     """(seq_number, lock_token) pairs; an empty token is allowed (that item is ok=False)."""
-    if isinstance(items, str | bytes) or not isinstance(items, Sequence):
+    if type(items) is not list and (
+        isinstance(items, str | bytes) or not isinstance(items, Sequence)
+    ):
         raise errors.InvalidArgument("messages must be a list of (seq_number, lock_token) pairs")
     if len(items) > defaults.MAX_SETTLE_BATCH:
         raise errors.InvalidArgument(
@@ -44,6 +46,13 @@ def check_pairs(items: object) -> list[tuple[int, str]]:
         )
     pairs: list[tuple[int, str]] = []
     for i, item in enumerate(items):
+        # Hot path (a drain settles every message here): an (int, str) tuple in range
+        # passes on type checks alone, without the ABC check and check_seq's calls.
+        if type(item) is tuple and len(item) == 2:
+            seq, token = item
+            if type(seq) is int and 0 < seq <= MAX_INT64 // 2 and type(token) is str:
+                pairs.append(item)
+                continue
         if isinstance(item, str | bytes) or not isinstance(item, Sequence) or len(item) != 2:
             raise errors.InvalidArgument(f"messages[{i}] must be a (seq_number, lock_token) pair")
         seq, token = item

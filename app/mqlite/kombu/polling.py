@@ -24,6 +24,7 @@ from dataclasses import dataclass
 from mqlite import errors
 from mqlite.sdk.consumer import RETRY_FLOOR_MS
 from mqlite.sdk.protocol import Client
+from mqlite.sdk.retry import retry_after_ms
 from mqlite.types import Message, ReceiveMode
 
 log = logging.getLogger("mqlite.kombu")
@@ -185,8 +186,7 @@ class Poller:
         else:
             log.warning("receive from %r failed (%s); retrying", self.queue, exc)
         # A rate-limited key (429) waits at least what the broker asked for.
-        floor = exc.retry_after_s * 1000 if isinstance(exc, errors.ResourceExhausted) else 0
-        self._pause(failures, floor)
+        self._pause(failures, retry_after_ms(exc))
 
     def _pause(self, failures: int, floor_ms: float = 0) -> None:
         ceiling = min(RETRY_CAP_MS, RETRY_FLOOR_MS * 2 ** min(failures, 10))

@@ -20,13 +20,13 @@ import asyncio
 import ssl
 from typing import Any, TypeVar
 
-from mqlite import errors, wire
+from mqlite import errors
 from mqlite.sdk.aio_message import AsyncMessage
 from mqlite.sdk.aio_methods import AsyncMethods
 from mqlite.sdk.aio_transport import MAX_BODY_BYTES, AsyncPool
 from mqlite.sdk.call import Call, Steps, decode
 from mqlite.sdk.http import RemoteSettings, request_head
-from mqlite.sdk.retry import RetryPolicy, unavailable
+from mqlite.sdk.retry import Attempts, GiveUp, RetryPolicy
 from mqlite.sdk.transport import DEFAULT_TIMEOUT_S, POOL_SIZE, ConnectFailed, ExchangeFailed
 from mqlite.types import Message
 
@@ -72,34 +72,31 @@ class AsyncClient(RemoteSettings, AsyncMethods):
             return result
 
     async def _do(self, call: Call[Any]) -> Any:
+        """One round trip of ``call``, repeated as ``retry.Attempts`` decides (the same
+        state machine as the sync client's; only the sleep differs)."""
         if self._closed:
             raise errors.Closed("the client is closed")
         path = self.endpoint.base_path + call.route.path
         head = request_head(path, self._header_lines, call.body)
         timeout = self.timeout + call.wait_ms / 1000.0
-        policy = self.retry
-        for attempt in range(policy.attempts):
-            last = attempt == policy.attempts - 1
+        attempts: Attempts | None = None
+        while True:
             try:
                 status, body = await self._pool.request(head, call.body, timeout, self.timeout)
-            except ConnectFailed as exc:
-                if last:
-                    raise unavailable(call.route.name, exc.__cause__ or exc, sent=False) from exc
-            except ExchangeFailed as exc:
-                if last or not call.safe:
-                    raise unavailable(call.route.name, exc.__cause__ or exc, sent=True) from exc
+            except (ConnectFailed, ExchangeFailed) as exc:
+                attempts = attempts or Attempts(self.retry, call.route.name, call.safe)
+                cause = exc.__cause__ or exc
+                decision = attempts.failed(cause, sent=isinstance(exc, ExchangeFailed))
+                if isinstance(decision, GiveUp):
+                    raise decision.error from exc
             else:
                 if status == 200:
                     return decode(call, body)
-                if status == 429 and not last:  # refused before running: any call retries
-                    await asyncio.sleep(
-                        policy.retry_after_s(wire.error_from_response(status, body))
-                    )
-                    continue
-                if status != 503 or last or not call.safe:
-                    raise wire.error_from_response(status, body)
-            await asyncio.sleep(policy.backoff_s(attempt))
-        raise AssertionError("unreachable")  # pragma: no cover
+                attempts = attempts or Attempts(self.retry, call.route.name, call.safe)
+                decision = attempts.answered(status, body)
+                if isinstance(decision, GiveUp):
+                    raise decision.error
+            await asyncio.sleep(decision.wait_s)
 
     def _wrap(self, msgs: list[Message]) -> list[AsyncMessage]:
         return [AsyncMessage(m, self if m.lock_token else None) for m in msgs]

@@ -26,32 +26,6 @@ from mqlite.types import (
 class EngineVerbs(Protocol):
     """The engine methods the embedded facade forwards to, one per verb."""
 
-    def create_queue(self, name: str, config: QueueConfig | None = None) -> QueueInfo: ...
-
-    def ensure_queue(
-        self, name: str, config: QueueConfig | None = None, strict: bool = False
-    ) -> QueueEnsured: ...
-
-    def list_queues(self) -> list[QueueInfo]: ...
-
-    def get_queue(self, name: str) -> QueueInfo: ...
-
-    def delete_queue(self, name: str, generation: str | None = None) -> None: ...
-
-    def subscribe(self, topic: str, name: str, expr: str | None = "") -> QueueInfo: ...
-
-    def unsubscribe(self, topic: str, name: str) -> None: ...
-
-    def list_subscriptions(self) -> list[Subscription]: ...
-
-    def test_filter(
-        self,
-        expr: str,
-        sample: OutMessage | None = None,
-        enqueued_at_ms: int | None = None,
-        visible_at_ms: int | None = None,
-    ) -> FilterTestResult: ...
-
     def send(
         self, queue: str, messages: Sequence[OutMessage], ttl_ms: int | None = None
     ) -> list[int]: ...
@@ -99,6 +73,32 @@ class EngineVerbs(Protocol):
 
     def stats(self, queue: str) -> Stats: ...
 
+    def create_queue(self, name: str, config: QueueConfig | None = None) -> QueueInfo: ...
+
+    def ensure_queue(
+        self, name: str, config: QueueConfig | None = None, strict: bool = False
+    ) -> QueueEnsured: ...
+
+    def list_queues(self) -> list[QueueInfo]: ...
+
+    def get_queue(self, name: str) -> QueueInfo: ...
+
+    def delete_queue(self, name: str, generation: str | None = None) -> None: ...
+
+    def subscribe(self, topic: str, name: str, expr: str | None = "") -> QueueInfo: ...
+
+    def unsubscribe(self, topic: str, name: str) -> None: ...
+
+    def list_subscriptions(self) -> list[Subscription]: ...
+
+    def test_filter(
+        self,
+        expr: str,
+        sample: OutMessage | None = None,
+        enqueued_at_ms: int | None = None,
+        visible_at_ms: int | None = None,
+    ) -> FilterTestResult: ...
+
     def redrive(
         self,
         queue: str,
@@ -112,23 +112,6 @@ class EngineVerbs(Protocol):
     def purge(
         self, queue: str, max: int = 0, older_than_ms: int = 0, seq_numbers: Sequence[int] = ()
     ) -> int: ...
-
-    def create_key(
-        self,
-        id: str,
-        name: str,
-        permissions: Sequence[str],
-        expires_at_ms: int = 0,
-        queues: Sequence[str] = (),
-        rate_limit_per_s: int = 0,
-        burst: int = 0,
-    ) -> tuple[AccessKey, str]: ...
-
-    def list_keys(
-        self, after_id: str = "", limit: int = 100, sort: str = "id_asc"
-    ) -> tuple[list[AccessKey], str]: ...
-
-    def revoke_key(self, id: str) -> None: ...
 
     def create_schedule(
         self,
@@ -149,66 +132,29 @@ class EngineVerbs(Protocol):
         self, after_id: int = 0, limit: int = 100, queue: str = "", since_ms: int = 0
     ) -> list[AuditEntry]: ...
 
+    def create_key(
+        self,
+        id: str,
+        name: str,
+        permissions: Sequence[str],
+        expires_at_ms: int = 0,
+        queues: Sequence[str] = (),
+        rate_limit_per_s: int = 0,
+        burst: int = 0,
+    ) -> tuple[AccessKey, str]: ...
+
+    def list_keys(
+        self, after_id: str = "", limit: int = 100, sort: str = "id_asc"
+    ) -> tuple[list[AccessKey], str]: ...
+
+    def revoke_key(self, id: str) -> None: ...
+
 
 class EmbeddedMethods:
     """Each verb forwarded to ``self._engine.<same name>(<same args>)``; the facade
     sets ``_engine`` and writes the verbs declared ``embedded=False`` itself."""
 
     _engine: EngineVerbs
-
-    def create_queue(self, name: str, config: QueueConfig | None = None) -> QueueInfo:
-        """Create or reconfigure a queue; returns it with its generation.
-
-        Remotely, CreateQueue answers ``{}``, so one ListQueues follows for the generation."""
-        return self._engine.create_queue(name, config)
-
-    def ensure_queue(
-        self, name: str, config: QueueConfig | None = None, strict: bool = False
-    ) -> QueueEnsured:
-        """Create a queue unless it exists; an existing queue is left exactly as it is.
-
-        The start-up verb ("make sure it exists"): unlike ``create_queue`` it never resets a
-        queue another process configured. The result says whether this call created it and,
-        if not, which config fields differ from ``config``; ``strict=True`` raises
-        ``QueueConfigDiffers`` instead. One conditional write on the broker: no race."""
-        return self._engine.ensure_queue(name, config, strict)
-
-    def list_queues(self) -> list[QueueInfo]:
-        """Every queue with its config and generation, by name."""
-        return self._engine.list_queues()
-
-    def get_queue(self, name: str) -> QueueInfo:
-        """One queue; ``QueueNotFound`` if there is none of that name."""
-        return self._engine.get_queue(name)
-
-    def delete_queue(self, name: str, generation: str | None = None) -> None:
-        """Delete an empty plain queue, fenced on ``generation``.
-
-        Without ``generation`` the current one is looked up once, per invocation; keep and
-        pass the original one when retrying or reconciling a deletion."""
-        self._engine.delete_queue(name, generation)
-
-    def subscribe(self, topic: str, name: str, expr: str | None = "") -> QueueInfo:
-        """Create or update subscription ``name`` on ``topic``; returns its backing queue."""
-        return self._engine.subscribe(topic, name, expr)
-
-    def unsubscribe(self, topic: str, name: str) -> None:
-        """Remove a subscription and its (empty) backing queue."""
-        self._engine.unsubscribe(topic, name)
-
-    def list_subscriptions(self) -> list[Subscription]:
-        """Every subscription with its topic and filter, by topic then name."""
-        return self._engine.list_subscriptions()
-
-    def test_filter(
-        self,
-        expr: str,
-        sample: OutMessage | None = None,
-        enqueued_at_ms: int | None = None,
-        visible_at_ms: int | None = None,
-    ) -> FilterTestResult:
-        """Compile ``expr`` and, given a sample, decide exactly as a publish would."""
-        return self._engine.test_filter(expr, sample, enqueued_at_ms, visible_at_ms)
 
     def send(
         self, queue: str, messages: Sequence[OutMessage], ttl_ms: int | None = None
@@ -292,6 +238,60 @@ class EmbeddedMethods:
         """Message counts by state and the age of the oldest active or locked message."""
         return self._engine.stats(queue)
 
+    def create_queue(self, name: str, config: QueueConfig | None = None) -> QueueInfo:
+        """Create or reconfigure a queue; returns it with its generation.
+
+        Remotely, CreateQueue answers ``{}``, so one ListQueues follows for the generation."""
+        return self._engine.create_queue(name, config)
+
+    def ensure_queue(
+        self, name: str, config: QueueConfig | None = None, strict: bool = False
+    ) -> QueueEnsured:
+        """Create a queue unless it exists; an existing queue is left exactly as it is.
+
+        The start-up verb ("make sure it exists"): unlike ``create_queue`` it never resets a
+        queue another process configured. The result says whether this call created it and,
+        if not, which config fields differ from ``config``; ``strict=True`` raises
+        ``QueueConfigDiffers`` instead. One conditional write on the broker: no race."""
+        return self._engine.ensure_queue(name, config, strict)
+
+    def list_queues(self) -> list[QueueInfo]:
+        """Every queue with its config and generation, by name."""
+        return self._engine.list_queues()
+
+    def get_queue(self, name: str) -> QueueInfo:
+        """One queue; ``QueueNotFound`` if there is none of that name."""
+        return self._engine.get_queue(name)
+
+    def delete_queue(self, name: str, generation: str | None = None) -> None:
+        """Delete an empty plain queue, fenced on ``generation``.
+
+        Without ``generation`` the current one is looked up once, per invocation; keep and
+        pass the original one when retrying or reconciling a deletion."""
+        self._engine.delete_queue(name, generation)
+
+    def subscribe(self, topic: str, name: str, expr: str | None = "") -> QueueInfo:
+        """Create or update subscription ``name`` on ``topic``; returns its backing queue."""
+        return self._engine.subscribe(topic, name, expr)
+
+    def unsubscribe(self, topic: str, name: str) -> None:
+        """Remove a subscription and its (empty) backing queue."""
+        self._engine.unsubscribe(topic, name)
+
+    def list_subscriptions(self) -> list[Subscription]:
+        """Every subscription with its topic and filter, by topic then name."""
+        return self._engine.list_subscriptions()
+
+    def test_filter(
+        self,
+        expr: str,
+        sample: OutMessage | None = None,
+        enqueued_at_ms: int | None = None,
+        visible_at_ms: int | None = None,
+    ) -> FilterTestResult:
+        """Compile ``expr`` and, given a sample, decide exactly as a publish would."""
+        return self._engine.test_filter(expr, sample, enqueued_at_ms, visible_at_ms)
+
     def redrive(
         self,
         queue: str,
@@ -311,36 +311,6 @@ class EmbeddedMethods:
         """Delete dead letters (oldest first); all bounds empty purges the whole DLQ.
         ``seq_numbers`` narrows it to those dead letters (at most 1000)."""
         return self._engine.purge(queue, max, older_than_ms, seq_numbers)
-
-    def create_key(
-        self,
-        id: str,
-        name: str,
-        permissions: Sequence[str],
-        expires_at_ms: int = 0,
-        queues: Sequence[str] = (),
-        rate_limit_per_s: int = 0,
-        burst: int = 0,
-    ) -> tuple[AccessKey, str]:
-        """Issue a key under your retained ``id`` (``mqlite.generate_key_id()``).
-
-        ``queues``: queue-name patterns (exact, or a trailing ``*`` prefix) the key is confined
-        to; empty = every queue. ``rate_limit_per_s``/``burst``: the key's token bucket (a Send
-        costs its messages; 0 = the broker default). Never retried once sent: after an
-        ambiguous failure, reconcile by ``id``."""
-        return self._engine.create_key(
-            id, name, permissions, expires_at_ms, queues, rate_limit_per_s, burst
-        )
-
-    def list_keys(
-        self, after_id: str = "", limit: int = 100, sort: str = "id_asc"
-    ) -> tuple[list[AccessKey], str]:
-        """A page of key metadata and the cursor of the next one ("" on the last page)."""
-        return self._engine.list_keys(after_id, limit, sort)
-
-    def revoke_key(self, id: str) -> None:
-        """Revoke an access key (revoking again succeeds)."""
-        self._engine.revoke_key(id)
 
     def create_schedule(
         self,
@@ -371,3 +341,33 @@ class EmbeddedMethods:
         ``since_ms`` (epoch ms), of ``queue`` only when given; ``limit`` 1..1000 (0 = 100).
         Page on with the last entry's id; an empty page is the end (for now)."""
         return self._engine.list_audit(after_id, limit, queue, since_ms)
+
+    def create_key(
+        self,
+        id: str,
+        name: str,
+        permissions: Sequence[str],
+        expires_at_ms: int = 0,
+        queues: Sequence[str] = (),
+        rate_limit_per_s: int = 0,
+        burst: int = 0,
+    ) -> tuple[AccessKey, str]:
+        """Issue a key under your retained ``id`` (``mqlite.generate_key_id()``).
+
+        ``queues``: queue-name patterns (exact, or a trailing ``*`` prefix) the key is confined
+        to; empty = every queue. ``rate_limit_per_s``/``burst``: the key's token bucket (a Send
+        costs its messages; 0 = the broker default). Never retried once sent: after an
+        ambiguous failure, reconcile by ``id``."""
+        return self._engine.create_key(
+            id, name, permissions, expires_at_ms, queues, rate_limit_per_s, burst
+        )
+
+    def list_keys(
+        self, after_id: str = "", limit: int = 100, sort: str = "id_asc"
+    ) -> tuple[list[AccessKey], str]:
+        """A page of key metadata and the cursor of the next one ("" on the last page)."""
+        return self._engine.list_keys(after_id, limit, sort)
+
+    def revoke_key(self, id: str) -> None:
+        """Revoke an access key (revoking again succeeds)."""
+        self._engine.revoke_key(id)

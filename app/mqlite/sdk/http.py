@@ -17,10 +17,11 @@ import time
 from typing import TYPE_CHECKING, Any, TypeVar
 
 from mqlite import errors, wire
+from mqlite.sdk.answer import MAX_BODY_BYTES
 from mqlite.sdk.call import Call, Resp, Steps, decode, rpc
 from mqlite.sdk.endpoint import Endpoint, parse_endpoint, resolve_token
 from mqlite.sdk.http_methods import HttpMethods
-from mqlite.sdk.retry import RetryPolicy, unavailable
+from mqlite.sdk.retry import Attempts, GiveUp, RetryPolicy
 from mqlite.sdk.transport import DEFAULT_TIMEOUT_S, POOL_SIZE, ConnectFailed, ExchangeFailed, Pool
 from mqlite.types import Message
 
@@ -77,7 +78,9 @@ class HttpClient(RemoteSettings, HttpMethods):
 
     ``timeout`` (seconds) bounds connecting and each request; a long-poll ``receive``
     waits ``timeout + wait_ms`` so the broker always answers first. ``retry`` sets the
-    bounded backoff of safe calls; ``pool_size`` the idle connections kept.
+    bounded backoff of safe calls; ``pool_size`` the idle connections kept;
+    ``max_response_bytes`` bounds one answer's body (raise it for Peeks of many large
+    messages), as in the asyncio client.
     """
 
     def __init__(
@@ -89,9 +92,16 @@ class HttpClient(RemoteSettings, HttpMethods):
         retry: RetryPolicy | None = None,
         pool_size: int = POOL_SIZE,
         ssl_context: ssl.SSLContext | None = None,
+        max_response_bytes: int = MAX_BODY_BYTES,
     ) -> None:
         ep = self._setup(endpoint, token, timeout, retry)
-        self._pool = Pool(ep, timeout=self.timeout, maxsize=pool_size, ssl_context=ssl_context)
+        self._pool = Pool(
+            ep,
+            timeout=self.timeout,
+            maxsize=pool_size,
+            ssl_context=ssl_context,
+            max_body_bytes=max_response_bytes,
+        )
         self._closed = False
 
     def __repr__(self) -> str:
@@ -110,32 +120,31 @@ class HttpClient(RemoteSettings, HttpMethods):
             return result
 
     def _do(self, call: Call[Any]) -> Any:
+        """One round trip of ``call``, repeated as ``retry.Attempts`` decides (built at the
+        first failure only: a 200 costs no retry bookkeeping)."""
         if self._closed:
             raise errors.Closed("the client is closed")
-        path = self.endpoint.base_path + call.route.path
+        base = self.endpoint.base_path + call.route.path
+        head = request_head(base, self._header_lines, call.body)
         timeout = self.timeout + call.wait_ms / 1000.0
-        policy = self.retry
-        for attempt in range(policy.attempts):
-            last = attempt == policy.attempts - 1
+        attempts: Attempts | None = None
+        while True:
             try:
-                head = request_head(path, self._header_lines, call.body)
                 status, body = self._pool.request(head, call.body, timeout)
-            except ConnectFailed as exc:
-                if last:
-                    raise unavailable(call.route.name, exc.__cause__ or exc, sent=False) from exc
-            except ExchangeFailed as exc:
-                if last or not call.safe:
-                    raise unavailable(call.route.name, exc.__cause__ or exc, sent=True) from exc
+            except (ConnectFailed, ExchangeFailed) as exc:
+                attempts = attempts or Attempts(self.retry, call.route.name, call.safe)
+                cause = exc.__cause__ or exc
+                decision = attempts.failed(cause, sent=isinstance(exc, ExchangeFailed))
+                if isinstance(decision, GiveUp):
+                    raise decision.error from exc
             else:
                 if status == 200:
                     return decode(call, body)
-                if status == 429 and not last:  # refused before running: any call retries
-                    time.sleep(policy.retry_after_s(wire.error_from_response(status, body)))
-                    continue
-                if status != 503 or last or not call.safe:
-                    raise wire.error_from_response(status, body)
-            time.sleep(policy.backoff_s(attempt))
-        raise AssertionError("unreachable")  # pragma: no cover
+                attempts = attempts or Attempts(self.retry, call.route.name, call.safe)
+                decision = attempts.answered(status, body)
+                if isinstance(decision, GiveUp):
+                    raise decision.error
+            time.sleep(decision.wait_s)
 
     def _bind(self, msgs: list[Message]) -> list[Message]:
         return [m.bind(self if m.lock_token else errors.NO_LOCK) for m in msgs]
@@ -165,7 +174,7 @@ def connect(endpoint: str, token: str | None = None, **options: Any) -> HttpClie
     ``mqlite://[token@]host[:port]`` → http on 6754 by default, ``mqlites://`` → https).
 
     Options: ``timeout`` (s, default 30), ``retry`` (``RetryPolicy``), ``pool_size``,
-    ``ssl_context``. Nothing is sent until the first call.
+    ``ssl_context``, ``max_response_bytes``. Nothing is sent until the first call.
     """
     return HttpClient(endpoint, token, **options)
 

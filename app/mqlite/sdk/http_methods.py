@@ -27,60 +27,6 @@ from mqlite.types import (
 class HttpMethods(SyncDriver):
     """Every verb of the call table as a method of the sync client."""
 
-    def create_queue(self, name: str, config: QueueConfig | None = None) -> QueueInfo:
-        """Create or reconfigure a queue; returns it with its generation.
-
-        Remotely, CreateQueue answers ``{}``, so one ListQueues follows for the generation."""
-        return self._run(calls.create_queue(name, config))
-
-    def ensure_queue(
-        self, name: str, config: QueueConfig | None = None, strict: bool = False
-    ) -> QueueEnsured:
-        """Create a queue unless it exists; an existing queue is left exactly as it is.
-
-        The start-up verb ("make sure it exists"): unlike ``create_queue`` it never resets a
-        queue another process configured. The result says whether this call created it and,
-        if not, which config fields differ from ``config``; ``strict=True`` raises
-        ``QueueConfigDiffers`` instead. One conditional write on the broker: no race."""
-        return self._run(calls.ensure_queue(name, config, strict))
-
-    def list_queues(self) -> list[QueueInfo]:
-        """Every queue with its config and generation, by name."""
-        return self._run(calls.list_queues())
-
-    def get_queue(self, name: str) -> QueueInfo:
-        """One queue; ``QueueNotFound`` if there is none of that name."""
-        return self._run(calls.get_queue(name))
-
-    def delete_queue(self, name: str, generation: str | None = None) -> None:
-        """Delete an empty plain queue, fenced on ``generation``.
-
-        Without ``generation`` the current one is looked up once, per invocation; keep and
-        pass the original one when retrying or reconciling a deletion."""
-        self._run(calls.delete_queue(name, generation))
-
-    def subscribe(self, topic: str, name: str, expr: str | None = "") -> QueueInfo:
-        """Create or update subscription ``name`` on ``topic``; returns its backing queue."""
-        return self._run(calls.subscribe(topic, name, expr))
-
-    def unsubscribe(self, topic: str, name: str) -> None:
-        """Remove a subscription and its (empty) backing queue."""
-        self._run(calls.unsubscribe(topic, name))
-
-    def list_subscriptions(self) -> list[Subscription]:
-        """Every subscription with its topic and filter, by topic then name."""
-        return self._run(calls.list_subscriptions())
-
-    def test_filter(
-        self,
-        expr: str,
-        sample: OutMessage | None = None,
-        enqueued_at_ms: int | None = None,
-        visible_at_ms: int | None = None,
-    ) -> FilterTestResult:
-        """Compile ``expr`` and, given a sample, decide exactly as a publish would."""
-        return self._run(calls.test_filter(expr, sample, enqueued_at_ms, visible_at_ms))
-
     def send(
         self, queue: str, messages: Sequence[OutMessage], ttl_ms: int | None = None
     ) -> list[int]:
@@ -163,6 +109,60 @@ class HttpMethods(SyncDriver):
         """Message counts by state and the age of the oldest active or locked message."""
         return self._run(calls.stats(queue))
 
+    def create_queue(self, name: str, config: QueueConfig | None = None) -> QueueInfo:
+        """Create or reconfigure a queue; returns it with its generation.
+
+        Remotely, CreateQueue answers ``{}``, so one ListQueues follows for the generation."""
+        return self._run(calls.create_queue(name, config))
+
+    def ensure_queue(
+        self, name: str, config: QueueConfig | None = None, strict: bool = False
+    ) -> QueueEnsured:
+        """Create a queue unless it exists; an existing queue is left exactly as it is.
+
+        The start-up verb ("make sure it exists"): unlike ``create_queue`` it never resets a
+        queue another process configured. The result says whether this call created it and,
+        if not, which config fields differ from ``config``; ``strict=True`` raises
+        ``QueueConfigDiffers`` instead. One conditional write on the broker: no race."""
+        return self._run(calls.ensure_queue(name, config, strict))
+
+    def list_queues(self) -> list[QueueInfo]:
+        """Every queue with its config and generation, by name."""
+        return self._run(calls.list_queues())
+
+    def get_queue(self, name: str) -> QueueInfo:
+        """One queue; ``QueueNotFound`` if there is none of that name."""
+        return self._run(calls.get_queue(name))
+
+    def delete_queue(self, name: str, generation: str | None = None) -> None:
+        """Delete an empty plain queue, fenced on ``generation``.
+
+        Without ``generation`` the current one is looked up once, per invocation; keep and
+        pass the original one when retrying or reconciling a deletion."""
+        self._run(calls.delete_queue(name, generation))
+
+    def subscribe(self, topic: str, name: str, expr: str | None = "") -> QueueInfo:
+        """Create or update subscription ``name`` on ``topic``; returns its backing queue."""
+        return self._run(calls.subscribe(topic, name, expr))
+
+    def unsubscribe(self, topic: str, name: str) -> None:
+        """Remove a subscription and its (empty) backing queue."""
+        self._run(calls.unsubscribe(topic, name))
+
+    def list_subscriptions(self) -> list[Subscription]:
+        """Every subscription with its topic and filter, by topic then name."""
+        return self._run(calls.list_subscriptions())
+
+    def test_filter(
+        self,
+        expr: str,
+        sample: OutMessage | None = None,
+        enqueued_at_ms: int | None = None,
+        visible_at_ms: int | None = None,
+    ) -> FilterTestResult:
+        """Compile ``expr`` and, given a sample, decide exactly as a publish would."""
+        return self._run(calls.test_filter(expr, sample, enqueued_at_ms, visible_at_ms))
+
     def redrive(
         self,
         queue: str,
@@ -196,36 +196,6 @@ class HttpMethods(SyncDriver):
         Check ``collection.state`` before reading ``queues`` (None while unavailable)."""
         return self._run(calls.observe())
 
-    def create_key(
-        self,
-        id: str,
-        name: str,
-        permissions: Sequence[str],
-        expires_at_ms: int = 0,
-        queues: Sequence[str] = (),
-        rate_limit_per_s: int = 0,
-        burst: int = 0,
-    ) -> tuple[AccessKey, str]:
-        """Issue a key under your retained ``id`` (``mqlite.generate_key_id()``).
-
-        ``queues``: queue-name patterns (exact, or a trailing ``*`` prefix) the key is confined
-        to; empty = every queue. ``rate_limit_per_s``/``burst``: the key's token bucket (a Send
-        costs its messages; 0 = the broker default). Never retried once sent: after an
-        ambiguous failure, reconcile by ``id``."""
-        return self._run(
-            calls.create_key(id, name, permissions, expires_at_ms, queues, rate_limit_per_s, burst)
-        )
-
-    def list_keys(
-        self, after_id: str = "", limit: int = 100, sort: str = "id_asc"
-    ) -> tuple[list[AccessKey], str]:
-        """A page of key metadata and the cursor of the next one ("" on the last page)."""
-        return self._run(calls.list_keys(after_id, limit, sort))
-
-    def revoke_key(self, id: str) -> None:
-        """Revoke an access key (revoking again succeeds)."""
-        self._run(calls.revoke_key(id))
-
     def create_schedule(
         self,
         name: str,
@@ -257,3 +227,33 @@ class HttpMethods(SyncDriver):
         ``since_ms`` (epoch ms), of ``queue`` only when given; ``limit`` 1..1000 (0 = 100).
         Page on with the last entry's id; an empty page is the end (for now)."""
         return self._run(calls.list_audit(after_id, limit, queue, since_ms))
+
+    def create_key(
+        self,
+        id: str,
+        name: str,
+        permissions: Sequence[str],
+        expires_at_ms: int = 0,
+        queues: Sequence[str] = (),
+        rate_limit_per_s: int = 0,
+        burst: int = 0,
+    ) -> tuple[AccessKey, str]:
+        """Issue a key under your retained ``id`` (``mqlite.generate_key_id()``).
+
+        ``queues``: queue-name patterns (exact, or a trailing ``*`` prefix) the key is confined
+        to; empty = every queue. ``rate_limit_per_s``/``burst``: the key's token bucket (a Send
+        costs its messages; 0 = the broker default). Never retried once sent: after an
+        ambiguous failure, reconcile by ``id``."""
+        return self._run(
+            calls.create_key(id, name, permissions, expires_at_ms, queues, rate_limit_per_s, burst)
+        )
+
+    def list_keys(
+        self, after_id: str = "", limit: int = 100, sort: str = "id_asc"
+    ) -> tuple[list[AccessKey], str]:
+        """A page of key metadata and the cursor of the next one ("" on the last page)."""
+        return self._run(calls.list_keys(after_id, limit, sort))
+
+    def revoke_key(self, id: str) -> None:
+        """Revoke an access key (revoking again succeeds)."""
+        self._run(calls.revoke_key(id))

@@ -57,6 +57,7 @@ from mqlite.sdk.consumer import (
 )
 from mqlite.sdk.handling import MessageHandling
 from mqlite.sdk.inbox import SlowTxWarning, require_tx_client
+from mqlite.sdk.retry import retry_after_ms
 from mqlite.types import Message, ReceiveMode
 
 __all__ = [
@@ -338,9 +339,7 @@ class Receiver(MessageHandling):
                     )
                     self._report(exc, None)
                     pause = max(float(self._retry.delay_ms(failures)), RETRY_FLOOR_MS)
-                    if isinstance(exc, errors.ResourceExhausted):  # the broker says how long
-                        pause = max(pause, exc.retry_after_s * 1000.0)
-                    self._pause(pause)
+                    self._pause(max(pause, retry_after_ms(exc)))  # a 429: the broker's wait
                     continue
                 attempt_id = None
                 failures = 0

@@ -1,23 +1,25 @@
-"""The synchronous transport: a thread-safe pool of keep-alive ``http.client`` connections.
+"""The synchronous transport: a thread-safe pool of keep-alive sockets speaking HTTP/1.1.
 
-Why ``http.client`` (stdlib): measured on single-message Sends against a local broker it
-costs the least client CPU per request (~190 µs vs ~310 µs for urllib3 and ~600 µs for
-httpx, see tests/bench/sdk_bench.py ``--libs``), needs no dependency, and everything the
-other two add (redirects, cookies, content decoding, their own retries) is something this
-client must not do anyway. What they add that matters — pooling, stale-connection checks,
-timeouts — is the few lines below.
+Why raw sockets and ``answer.Answer`` (llhttp through ``httptools``): measured on
+single-message Sends against a local broker, ``http.client`` spent ~100 µs of client CPU
+per answer in its ``email``-based header parsing alone (~190 µs per Send in all; urllib3
+~310 µs, httpx ~600 µs; see tests/bench/sdk_bench.py ``--libs``), while llhttp parses
+an answer in ~1.5 µs. Everything those libraries add beyond parsing (redirects, cookies,
+content decoding, their own retries) is something this client must not do anyway; what
+matters — pooling, stale-connection checks, timeouts, TLS — is the few lines below.
 
 Each request borrows one connection (LIFO, so the warmest one), sends request line,
-headers and body in ONE write (``HTTPConnection.request`` makes two, which costs the broker
-an extra read and the client an extra syscall),
-parses the answer with ``http.client.HTTPResponse``, and returns the connection unless the
-broker said ``Connection: close``. An idle connection the broker has closed is detected before reuse
-(a non-blocking peek sees EOF) and replaced, so keep-alive expiry never costs a request.
+headers and body in ONE write (one syscall, one read on the broker), feeds what each
+read returns to the bounded parser (the head, header count and body are capped there:
+a hostile server costs a ``ProtocolError``, never unbounded memory), and returns the
+connection unless the broker said ``Connection: close`` or the answer was not framed.
+``timeout`` bounds connecting and each read, as ``http.client``'s did. An idle
+connection the broker has closed is detected before reuse (a non-blocking poll sees EOF)
+and replaced, so keep-alive expiry never costs a request.
 """
 
 from __future__ import annotations
 
-import http.client
 import select
 import socket
 import ssl
@@ -26,6 +28,7 @@ import time
 from dataclasses import dataclass
 
 from mqlite import defaults
+from mqlite.sdk.answer import MAX_BODY_BYTES, READ_SIZE, Answer, ProtocolError
 from mqlite.sdk.endpoint import Endpoint
 
 DEFAULT_TIMEOUT_S = 30.0
@@ -75,10 +78,12 @@ class Pool:
         timeout: float = DEFAULT_TIMEOUT_S,
         maxsize: int = POOL_SIZE,
         ssl_context: ssl.SSLContext | None = None,
+        max_body_bytes: int = MAX_BODY_BYTES,
     ) -> None:
         self.endpoint = endpoint
         self.timeout = timeout
         self.maxsize = maxsize
+        self.max_body_bytes = max_body_bytes
         self._ssl = ssl_context
         self._idle: list[_Idle] = []
         self._lock = threading.Lock()
@@ -125,27 +130,24 @@ class Pool:
         """
         sock = self._get()
         try:
-            sock.settimeout(timeout)
+            if sock.gettimeout() != timeout:  # settimeout is a syscall: only on a change
+                sock.settimeout(timeout)
             sock.sendall(head + body)
-            resp = http.client.HTTPResponse(sock, method="POST")
-            try:
-                resp.begin()
-                data = resp.read()
-            finally:
-                resp.close()
-            status = resp.status
-            will_close = resp.will_close
-        except (OSError, http.client.HTTPException) as exc:
+            answer = Answer(self.max_body_bytes)
+            recv = sock.recv
+            while not answer.feed(recv(READ_SIZE)):
+                pass
+        except (OSError, ProtocolError) as exc:
             sock.close()
             raise ExchangeFailed(exc) from exc
         except BaseException:
             sock.close()  # e.g. KeyboardInterrupt mid-exchange: the stream is unusable
             raise
-        if will_close:
-            sock.close()
-        else:
+        if answer.reusable():
             self._put(sock)
-        return status, data
+        else:
+            sock.close()
+        return answer.status, answer.value()
 
     def close(self) -> None:
         with self._lock:

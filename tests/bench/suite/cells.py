@@ -26,7 +26,7 @@ SCENARIOS = ("produce_1", "produce_64", "drain", "e2e")
 # a connection each) and ``produce_batch`` (any batch size).
 PRODUCE_MORE = ("produce_p4", "batch_16")
 PRODUCE = ("produce_1", "produce_64", *PRODUCE_MORE)  # database bytes per message: these
-MANY = ("e2e_4x4", "sessions_64g", "longpoll")  # workloads.py, on the sides that offer them
+MANY = ("e2e_4x4", "receiver_4x4", "sessions_64g", "longpoll")  # workloads.py, where offered
 BODY_SIZES = (64, 4096, 65536, 1 << 20)  # the body-size sweep: send_one + drain of each
 
 

@@ -27,6 +27,9 @@ sys.path.insert(0, str(Path(__file__).resolve().parent.parent))  # http_bench.py
 import http_bench
 
 SCENARIOS = {  # scenario -> (connections, messages per Send; 0: Receive 256 + CompleteBatch)
+    # one and four connections: what produce_1 / produce_p4 of the SDKs do, at wrk's cost
+    "http_send_c1": (1, 1),
+    "http_send_c4": (4, 1),
     "http_send_c8": (8, 1),
     "http_send_c32": (32, 1),
     "http_batch64_c32": (32, 64),

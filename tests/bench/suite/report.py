@@ -27,6 +27,10 @@ TITLES = {
     "batch_16": "batch_16: batches of 16 messages, one acknowledgement per batch (256 B)",
     "produce_64": "batch_64: batches of 64 messages, one acknowledgement per batch (256 B)",
     "drain": "Drain of a filled queue: receive up to 64, acknowledge each (256 B)",
+    "http_send_c1": "mqlite serve under wrk: Send of 1 message, 1 connection (256 B; the "
+    "load of produce_p1 at wrk's client cost)",
+    "http_send_c4": "mqlite serve under wrk: Send of 1 message, 4 connections (256 B; the "
+    "load of produce_p4 at wrk's client cost)",
     "http_send_c8": "mqlite serve under wrk: Send of 1 message, 8 connections (256 B)",
     "http_send_c32": "mqlite serve under wrk: Send of 1 message, 32 connections (256 B)",
     "http_batch64_c32": "mqlite serve under wrk: Send of 64 messages, 32 connections (256 B)",
@@ -35,6 +39,8 @@ TITLES = {
     "e2e": "One producer (single sends) and one consumer (batches of up to 64) at once (256 B)",
     "e2e_4x4": "4 producers (single sends) and 4 consumers (receive 16, wait 20 ms, "
     "CompleteBatch) at once (256 B)",
+    "receiver_4x4": "4 producers (single sends) and 4 mqlite.Receiver (16 handler threads "
+    "each, long polls; a message completed when its handler returns) at once (256 B)",
     "sessions_64g": "e2e_4x4 on a group_fifo queue, each message in one of 64 random groups",
     "longpoll": "Long-poll latency: send one message to a consumer parked in receive("
     "wait 5 s); p50/p99 is send → delivery (paced: the rate is not a throughput)",
@@ -120,6 +126,27 @@ def _table(summ: dict[tuple[str, str], dict[str, Any]], scenario: str) -> list[s
     return lines
 
 
+CLIENT_COLUMNS = (("produce_1", "http_send_c1"), ("produce_p4", "http_send_c4"),
+                  ("e2e_4x4", None), ("receiver_4x4", None))  # fmt: skip
+
+
+def _clients(summ: dict[tuple[str, str], dict[str, Any]]) -> list[str]:
+    """One row per remote client: msg/s and client CPU µs/msg per scenario (wrk's Send
+    cells stand in for produce_p1 / produce_p4)."""
+    systems = sorted({k[1] for k in summ if k[1].startswith(("mqlite-http", "redis"))})
+    if not systems:
+        return []
+    lines = ["| client | " + " | ".join(f"{c[0]} msg/s | CPU µs/msg" for c in CLIENT_COLUMNS)
+             + " |", "|---|" + "---:|---:|" * len(CLIENT_COLUMNS)]  # fmt: skip
+    for system in systems:
+        cols = []
+        for scenario, wrk in CLIENT_COLUMNS:
+            v = summ.get((wrk if system.endswith("-wrk") and wrk else scenario, system))
+            cols.append(f"{_n(v['rate'])} | {_n(v['client_cpu_us'], 1)}" if v else "— | —")
+        lines.append(f"| {system} | " + " | ".join(cols) + " |")
+    return lines
+
+
 def _sweep(summ: dict[tuple[str, str], dict[str, Any]]) -> list[str]:
     keys = sorted({k for k in summ if k[0].startswith("deliver_")},
                   key=lambda k: (int(k[0].split("_")[1]), k[1]))  # fmt: skip
@@ -178,6 +205,15 @@ def markdown(data: dict[str, Any], plots: list[Path], docs_dir: Path) -> str:
                 "+ message_id, subject, correlation_id and content_type. (The original's "
                 "batch_16/batch_64 ran 4 producers; here one producer sends the batches.)",
                 "", *matrix, ""]  # fmt: skip
+    clients = _clients(summ)
+    if clients:
+        out += ["### The HTTP clients side by side", "",
+                "One acknowledged single-message send at a time (produce_p1), 4 producers "
+                "(produce_p4) and e2e_4x4, by client: the SDKs (`-base`: the same client "
+                "with the transport of `--sdk-base`, loaded from git, measured in this "
+                "run), wrk with 1 and 4 connections (its Send rows above), redis-py against "
+                "Redis. msg/s and the client's CPU µs per message.", "",
+                *clients, ""]  # fmt: skip
     for scenario, title in TITLES.items():
         if any(k[0] == scenario for k in summ):
             out += [f"### {title}", "", *_table(summ, scenario), ""]

@@ -51,6 +51,7 @@ import probes  # noqa: E402
 import report  # noqa: E402
 import servers  # noqa: E402
 import sides_aio  # noqa: E402
+import sides_base  # noqa: E402
 import sides_local  # noqa: E402
 import sides_net  # noqa: E402
 
@@ -104,7 +105,9 @@ MODES: dict[str, dict[str, Any]] = {
     },
 }
 WRK = "mqlite-http-wrk"
-DEFAULT_SYSTEMS = [*sides_local.LOCAL, "mqlite-http-sdk", "mqlite-http-aio", WRK, *servers.STARTERS]
+BASES = ("mqlite-http-sdk-base", "mqlite-http-aio-base")  # sides_base.py: --sdk-base's SDKs
+DEFAULT_SYSTEMS = [*sides_local.LOCAL, "mqlite-http-sdk", "mqlite-http-aio", *BASES, WRK,
+                   *servers.STARTERS]  # fmt: skip
 DEFAULT_SYSTEMS.remove("mqlite-http")  # the server behind mqlite-http-sdk, not a side
 SWEEP_SYSTEMS = ("mqlite", "sqlite3")
 BODY = bytes(range(256))
@@ -117,10 +120,21 @@ def host_ticks() -> tuple[int, int]:
     return v[0] + v[1] + v[2] + v[5] + v[6] + v[7], sum(v)
 
 
-def start_sides(names: list[str], tmp: Path) -> tuple[list, list, dict[str, str]]:
+def start_sides(
+    names: list[str], tmp: Path, sdk_base: str = sides_base.DEFAULT_REV
+) -> tuple[list, list, dict[str, str]]:
     """The sides to measure, the servers started for them, and why others are absent."""
     sides, started, absent = [], [], {}
+    base_modules = None
     for name in names:
+        if name in BASES:
+            why = sides_base.missing(sdk_base)
+            if why:
+                absent[name] = why
+                continue
+            if base_modules is None:
+                (tmp / "base").mkdir()
+                base_modules = sides_base.load(sdk_base, tmp / "base")
         if name in sides_local.LOCAL:
             module = sides_local.NEEDS_MODULE.get(name)
             if module and importlib.util.find_spec(module) is None:
@@ -144,7 +158,11 @@ def start_sides(names: list[str], tmp: Path) -> tuple[list, list, dict[str, str]
                 continue
             started.append(server)
             print(f"bench: started {server.name} on port {server.port}", file=sys.stderr)
-        if name == "mqlite-http-sdk":
+        if name == "mqlite-http-sdk-base":
+            sides.append(sides_base.MqliteHttpSdkBase(server, base_modules))
+        elif name == "mqlite-http-aio-base":
+            sides.append(sides_base.MqliteHttpAioBase(server, base_modules))
+        elif name == "mqlite-http-sdk":
             sides.append(sides_local.MqliteHttpSdk(server))
         elif name == "mqlite-http-aio":
             sides.append(sides_aio.MqliteHttpAio(server))
@@ -195,7 +213,7 @@ def run(args: argparse.Namespace) -> dict[str, object]:
     results: list[dict[str, object]] = []
     with tempfile.TemporaryDirectory(prefix="mqbench-", dir=args.dir) as tmp_s:
         tmp = Path(tmp_s)
-        sides, started, absent = start_sides(names, tmp)
+        sides, started, absent = start_sides(names, tmp, args.sdk_base)
         harness_rss_kb = probes.rss_kb([os.getpid()])
         groups = {s.name: s.pids() for s in started}
         sampler = probes.RssSampler({"harness": [os.getpid()], **groups}, every_s=1.0).start()
@@ -237,6 +255,7 @@ def run(args: argparse.Namespace) -> dict[str, object]:
             "harness_rss_kb": harness_rss_kb,
             "durability": {s.name: s.durability for s in sides},
             "unavailable": absent,
+            "sdk_base": args.sdk_base,
         },
         "rss_kb_over_run": rss_series,  # name -> [(seconds since start, RSS kB)]
         "once": once,  # extras.py: backlog, soak, instructions (one run each, not repeated)
@@ -259,6 +278,9 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--instructions", action="store_true",
                    help="count instructions under callgrind outside the full mode too")  # fmt: skip
     p.add_argument("--dir", help="where the temporary databases go (default: $TMPDIR)")
+    p.add_argument("--sdk-base", default=sides_base.DEFAULT_REV, metavar="REV",
+                   help="git revision whose SDK transports the -base sides run "
+                   f"(default {sides_base.DEFAULT_REV})")  # fmt: skip
     p.add_argument("--compare", type=Path, metavar="OLD.json")
     p.add_argument("--against", type=Path, metavar="NEW.json", help="with --compare: no run")
     args = p.parse_args(argv)

@@ -54,6 +54,9 @@ class ManyMixin:
     def longpoll(self, n: int, body: bytes) -> list[float]:
         return workloads.longpoll(self.client_for, self.queue, n)
 
+    def receiver_4x4(self, n: int, body: bytes) -> None:
+        workloads.receivers(self.client_for, self.queue, n, body)
+
 
 PROPS = {f"p{i}": f"value-{i}" for i in range(6)}  # the original's props_* scenarios
 META = {"message_id": "m-1", "subject": "orders", "correlation_id": "c-1",
@@ -367,8 +370,8 @@ class LiteQueue(Side):
 
 
 class MqliteHttpSdk(ManyMixin, ServerSide):
-    """mqlite over HTTP as a user drives it: ``mqlite.connect(...)`` (the sync SDK on
-    http.client) against the ``mqlite serve`` the runner started."""
+    """mqlite over HTTP as a user drives it: ``mqlite.connect(...)`` (the sync SDK)
+    against the ``mqlite serve`` the runner started."""
 
     name = "mqlite-http-sdk"
     batch = True
@@ -380,9 +383,12 @@ class MqliteHttpSdk(ManyMixin, ServerSide):
         self.client.create_queue(self.queue, _config(cell))
         self.extra: list[Any] = []
 
+    def connect(self) -> Any:
+        return mqlite.connect(f"http://127.0.0.1:{self.server.port}", self.server.token)
+
     def client_for(self) -> Any:
         """A new client (its own keep-alive connection) per thread that asks."""
-        client = mqlite.connect(f"http://127.0.0.1:{self.server.port}", self.server.token)
+        client = self.connect()
         if hasattr(self, "extra"):
             self.extra.append(client)
         return client
@@ -429,7 +435,7 @@ class MqliteHttpSdk(ManyMixin, ServerSide):
 
     def e2e(self, n: int, body: bytes) -> None:
         def produce() -> None:  # its own client (connection), as a separate producer has
-            client = mqlite.connect(f"http://127.0.0.1:{self.server.port}", self.server.token)
+            client = self.connect()
             msg = OutMessage(body=body)
             for _ in range(n):
                 client.send_one(self.queue, msg)

@@ -2,7 +2,8 @@
 started (``servers.py`` says how each is configured for durability):
 
 - Redis Streams with redis-py: XADD per message; 64 XADDs in one pipeline (one round
-  trip, one reply per entry); XREADGROUP COUNT 64 + XACK of those ids.
+  trip, one reply per entry); XREADGROUP COUNT 64 + XACK of those ids; produce_p4 and
+  e2e_4x4 (XREADGROUP COUNT 16 BLOCK 20 + XACK) with 4 threads, a connection each.
 - RabbitMQ with aio-pika: durable queue, persistent messages, publisher confirms awaited
   per message, or 64 publishes in flight then all confirms awaited; consume with
   prefetch 64 and a manual ack per message.
@@ -17,9 +18,11 @@ from __future__ import annotations
 
 import asyncio
 import secrets
+import threading
 from pathlib import Path
 from typing import Any
 
+import workloads
 from side import AsyncSide, ServerSide, Side, pair, timed_each
 
 
@@ -83,6 +86,74 @@ class RedisStreams(ServerSide):
             return len(ids)
 
         pair(n, produce, consume_some)
+
+    def _conn(self) -> Any:
+        import redis
+
+        r = redis.Redis(host="127.0.0.1", port=self.server.port)
+        self.extra.append(r)
+        return r
+
+    def produce_p4(self, n: int, body: bytes) -> list[float]:
+        """4 threads, a connection each, one XADD at a time."""
+        self.extra: list[Any] = []
+
+        def send_for() -> Any:
+            r, fields = self._conn(), {"b": body}
+            return lambda: r.xadd(self.key, fields)
+
+        try:
+            return workloads.producers(send_for, n)
+        finally:
+            for r in self.extra:
+                r.close()
+
+    def e2e_4x4(self, n: int, body: bytes) -> None:
+        """mqlite's e2e_4x4 shape: 4 producer threads (XADD each) and 4 consumer threads
+        (XREADGROUP COUNT 16 BLOCK 20, XACK), a connection each, until n are acked."""
+        self.extra = []
+        done, lock, errs = [0], threading.Lock(), []
+
+        def producer(count: int) -> None:
+            r = self._conn()
+            for _ in range(count):
+                r.xadd(self.key, {"b": body})
+
+        def consumer(name: str) -> None:
+            r = self._conn()
+            while True:
+                with lock:
+                    if done[0] >= n or errs:
+                        return
+                got = r.xreadgroup("g", name, {self.key: ">"}, count=16, block=20)
+                if got:
+                    ids = [entry_id for entry_id, _fields in got[0][1]]
+                    r.xack(self.key, "g", *ids)
+                    with lock:
+                        done[0] += len(ids)
+
+        def guard(fn: Any, *a: Any) -> threading.Thread:
+            def run() -> None:
+                try:
+                    fn(*a)
+                except BaseException as exc:
+                    errs.append(exc)
+
+            return threading.Thread(target=run, daemon=True)
+
+        shares = [n // 4 + (i < n % 4) for i in range(4)]
+        threads = [guard(producer, k) for k in shares]
+        threads += [guard(consumer, f"c{i}") for i in range(4)]
+        try:
+            for t in threads:
+                t.start()
+            for t in threads:
+                t.join(300)
+            if errs:
+                raise errs[0]
+        finally:
+            for r in self.extra:
+                r.close()
 
 
 class RabbitMq(AsyncSide):

@@ -154,3 +154,65 @@ def longpoll(
             raise errors[0] if errors else RuntimeError(f"longpoll: message {i} not delivered")
     t.join(LONGPOLL_WAIT_MS / 1000 * 2)
     return lat
+
+
+RECEIVER_CONCURRENCY = 16  # each Receiver's handler slots (and so its receive batch)
+
+
+def receivers(
+    client_for: Callable[[], Any],
+    queue: str,
+    n: int,
+    body: bytes,
+    producers: int = 4,
+    consumers: int = 4,
+    deadline_s: float = 300,
+) -> None:
+    """e2e_4x4 with ``mqlite.Receiver`` as the consumer, as an application runs it:
+    ``producers`` threads send n messages in all, one at a time, while ``consumers``
+    Receivers (a client each, ``RECEIVER_CONCURRENCY`` handler threads, long polls)
+    complete each message when its handler returns; done when n handlers have run."""
+    import mqlite
+
+    errors: list[BaseException] = []
+    handled = [0]
+    lock = threading.Condition()
+
+    def handler(_m: Any) -> None:
+        with lock:
+            handled[0] += 1
+            if handled[0] >= n:
+                lock.notify_all()
+
+    def producer(count: int) -> Callable[[], None]:
+        def run() -> None:
+            try:
+                client = client_for()
+                for _ in range(count):
+                    client.send_one(queue, OutMessage(body=body))
+            except BaseException as exc:
+                errors.append(exc)
+
+        return run
+
+    running = [
+        mqlite.Receiver(
+            client_for(), queue, handler, concurrency=RECEIVER_CONCURRENCY, wait_ms=1000
+        ).start()
+        for _ in range(consumers)
+    ]
+    shares = [n // producers + (i < n % producers) for i in range(producers)]
+    threads = [threading.Thread(target=producer(k), daemon=True) for k in shares]
+    try:
+        for t in threads:
+            t.start()
+        with lock:
+            if not lock.wait_for(lambda: handled[0] >= n or bool(errors), deadline_s):
+                raise RuntimeError(f"receivers: {handled[0]} of {n} in {deadline_s} s")
+        if errors:
+            raise errors[0]
+        for t in threads:
+            t.join()
+    finally:
+        for r in running:
+            r.stop()
