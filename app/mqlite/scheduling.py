@@ -10,21 +10,45 @@ slow pass from piling up copies of itself (max_instances=1, coalesce).
 from __future__ import annotations
 
 import logging
-from collections.abc import Callable
-from typing import Any
+from collections import Counter
+from collections.abc import Callable, Sequence
+from typing import Any, Protocol, TypeVar
 
 from apscheduler.executors.pool import ThreadPoolExecutor
 from apscheduler.schedulers.background import BackgroundScheduler
 
 from mqlite import defaults, errors
-from mqlite.engine import Engine
 
 log = logging.getLogger("mqlite.maintenance")
+
+T = TypeVar("T")
+
+
+class Passes(Protocol):
+    """What the scheduler uses of the engine: its maintenance part
+    (``engine.maintenance``), never the store, the writer or the notifier themselves."""
+
+    def reap_locks(self) -> Counter[str]: ...
+    def activate_scheduled(self) -> Counter[str]: ...
+    def expire_ttl(self) -> int: ...
+    def run_janitors(self) -> tuple[int, int, int, int, int]: ...
+    def reclaim_pass(self) -> int: ...
+    def fire_schedules(self) -> int: ...
+    def renew_lease(self) -> bool: ...
+    def tend_disk(self) -> None: ...
+    def on_writer(self, fn: Callable[[], T]) -> T: ...
+    def enable(self, tasks: Sequence[str]) -> None: ...
+    @property
+    def leased(self) -> bool: ...
+    @property
+    def lease_lost(self) -> bool: ...
+    @property
+    def on_file(self) -> bool: ...
 
 
 class MaintenanceScheduler:
     def __init__(
-        self, engine: Engine, on_lease_lost: Callable[[errors.DBLocked], None] | None = None
+        self, engine: Passes, on_lease_lost: Callable[[errors.DBLocked], None] | None = None
     ) -> None:
         self._engine = engine
         self._on_lease_lost = on_lease_lost
@@ -42,18 +66,18 @@ class MaintenanceScheduler:
         # Cron slots (engine/schedules.py): off the writer, which the pass takes per batch
         # of due schedules, so producers interleave with a large due minute.
         self._add("fire_schedules", engine.fire_schedules, defaults.CRON_INTERVAL_MS, writer=False)
-        if engine.store.lease is not None:  # one broker per remote database (lease.py)
+        if engine.leased:  # one broker per remote database (lease.py)
             self._add("renew_lease", self._renew_lease, defaults.LEASE_RENEW_INTERVAL_MS)
         # Off the writer: recreating the disk reserve writes a file of reserve_bytes.
         self._add("tend_disk", engine.tend_disk, defaults.DISK_TEND_INTERVAL_MS, writer=False)
         # What Observe reports as enabled: every task this scheduler runs (reclaim only
         # for a database file: in memory it does not apply).
         self._tasks = ["locks", "scheduled", "ttl", "dedup", "receipts", "retention"]
-        if engine.store.location.path is not None:
+        if engine.on_file:
             self._tasks.append("reclaim")
 
     def _add(self, name: str, fn: Callable[[], Any], every_ms: int, writer: bool = True) -> None:
-        on_writer = self._engine.writer.call_on_thread
+        on_writer = self._engine.on_writer
 
         def run() -> None:
             try:
@@ -79,7 +103,7 @@ class MaintenanceScheduler:
         try:
             self._engine.renew_lease()
         except errors.DBLocked as exc:
-            if self._engine.store.lease is None or self._engine.store.lease.lost is None:
+            if not self._engine.lease_lost:
                 raise
             if not self._lease_reported:
                 self._lease_reported = True
@@ -89,7 +113,7 @@ class MaintenanceScheduler:
             raise errors.Closed() from exc  # the job ends quietly (see run below)
 
     def start(self) -> None:
-        self._engine.maintenance_runs.enable(self._tasks)
+        self._engine.enable(self._tasks)
         # The disk reserve exists from the start: a broker restarted on a disk that filled
         # meanwhile releases it to open (engine/disk.py). Written off the writer.
         try:

@@ -18,7 +18,7 @@ from mqlite.clock import FakeClock
 
 if TYPE_CHECKING:
     from mqlite.engine import Engine
-    from mqlite.engine.admin import MaintenanceReport
+    from mqlite.engine.maintenance_ops import MaintenanceReport
     from mqlite.sdk.embedded import EmbeddedClient
 
 __all__ = ["FakeClock", "engine", "run_maintenance_once"]

@@ -43,7 +43,7 @@ def test_only_the_lease_holder_fires_and_no_slot_fires_twice(remote_dsn: str) ->
     stale = engine_of(first)  # it had read 09:02 as due just before it stalled
     planned = [
         _plan(_Row.of(r).schedule, clock.now_ms())
-        for r in stale._due_schedules(clock.now_ms(), (-1, ""))
+        for r in stale.schedules._due_schedules(clock.now_ms(), (-1, ""))
     ]
     assert [f.slot for f in planned] == [T0 + 2 * MINUTE]
     second = open_broker(remote_dsn, clock)
@@ -51,7 +51,7 @@ def test_only_the_lease_holder_fires_and_no_slot_fires_twice(remote_dsn: str) ->
         assert run_maintenance_once(second).schedules_fired == 1
         # The stalled broker wakes and commits its plan: the write is refused (lease lost).
         with pytest.raises(errors.DBLocked):
-            stale._commit_firings(planned)
+            stale.schedules._commit_firings(planned)
         assert stale.fire_schedules() == 0  # nothing is due for it any more either
         with pytest.raises(errors.DBLocked):
             run_maintenance_once(first)

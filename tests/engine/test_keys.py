@@ -24,7 +24,7 @@ HEX32 = re.compile(r"[0-9a-f]{32}")
 TOKEN = re.compile(r"mqk_[0-9a-f]{64}")
 
 
-KeyEngine = Engine  # the verbs under test are KeyOps'; tx() comes with the facade
+KeyEngine = Engine  # the verbs under test are AccessKeys'; tx() comes with the facade
 
 
 @pytest.fixture

@@ -145,7 +145,7 @@ def test_the_pool_is_the_writer_plus_the_replica_connections_and_counts_waits(
     with contextlib.ExitStack() as stack:
         for _ in range(replica.size):
             stack.enter_context(replica.read())  # every replica connection lent
-        busy = mq._engine._pool()  # what Observe samples (its own scan would wait here)
+        busy = mq._engine.observer._pool()  # what Observe samples (its own scan would wait here)
         assert (busy.open, busy.in_use, busy.wait_count) == (4, 3, 0)
         reader = threading.Thread(target=lambda: mq.peek("q"))
         reader.start()

@@ -120,7 +120,7 @@ def test_the_maintenance_loop_reports_a_lost_lease_to_its_host_once(remote_dsn: 
     old = open_broker(remote_dsn, clock)
     try:
         told: list[errors.DBLocked] = []
-        scheduler = MaintenanceScheduler(old._engine, on_lease_lost=told.append)
+        scheduler = MaintenanceScheduler(old._engine.maintenance, on_lease_lost=told.append)
         clock.advance(TTL)
         with open_broker(remote_dsn, clock):
             for _ in range(2):

@@ -17,7 +17,7 @@ from mqlite.scheduling import MaintenanceScheduler
 
 
 def test_passes_are_registered_at_the_spec_cadences(engine: mqlite.EmbeddedClient) -> None:
-    sched = MaintenanceScheduler(testing.engine(engine))
+    sched = MaintenanceScheduler(testing.engine(engine).maintenance)
     jobs = {job.id: job.trigger.interval.total_seconds() for job in sched._scheduler.get_jobs()}
     assert jobs == {
         "reap_locks": 1.0,

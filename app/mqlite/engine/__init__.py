@@ -14,7 +14,7 @@ if TYPE_CHECKING:
     from mqlite.engine.disk import DiskLimits
     from mqlite.engine.engine import Engine
     from mqlite.engine.maintenance import DLQBounds
-    from mqlite.engine.store import SCHEMA_VERSION
+    from mqlite.engine.store import SCHEMA_VERSION, Location
     from mqlite.engine.tx import EngineTx
 
 _LAZY = {
@@ -22,6 +22,7 @@ _LAZY = {
     "Engine": "mqlite.engine.engine",
     "DLQBounds": "mqlite.engine.maintenance",
     "SCHEMA_VERSION": "mqlite.engine.store",
+    "Location": "mqlite.engine.store",
     "EngineTx": "mqlite.engine.tx",
 }
 
@@ -35,4 +36,4 @@ def __getattr__(name: str) -> Any:
     return value
 
 
-__all__ = ["SCHEMA_VERSION", "DLQBounds", "DiskLimits", "Engine", "EngineTx"]
+__all__ = ["SCHEMA_VERSION", "DLQBounds", "DiskLimits", "Engine", "EngineTx", "Location"]

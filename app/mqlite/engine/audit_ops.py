@@ -1,4 +1,4 @@
-"""ListAudit and the audit trail's retention, as an Engine mixin (rows: ``audit.py``).
+"""ListAudit and the audit trail's retention, a part of the engine (rows: ``audit.py``).
 
 Retention runs as a step of the maintenance task ``retention`` (so it is in Observe's
 maintenance rows with the DLQ's, and in the same closed task vocabulary old clients
@@ -11,19 +11,28 @@ from __future__ import annotations
 
 import sqlite3
 
-from mqlite import defaults
 from mqlite.engine import audit
 from mqlite.engine.core import EngineCore, serialized
+from mqlite.engine.part import Part
 from mqlite.types import AuditEntry
 
 MIN_AUDIT_SINCE_SQL = "SELECT min(id) FROM audit_log WHERE at >= ?"
 
 
-class AuditOps(EngineCore):
-    # Bounds of the retention pass (0 = none), set from MQLITE_AUDIT_RETENTION /
-    # MQLITE_AUDIT_MAX_ROWS by the server; the defaults are the documented ones.
-    audit_max_age_ms: int = defaults.AUDIT_MAX_AGE_MS
-    audit_max_rows: int = defaults.AUDIT_MAX_ROWS
+class Audit(Part):
+    def __init__(self, core: EngineCore) -> None:
+        super().__init__(core)
+        self._core = core
+
+    # Bounds of the retention pass (0 = none), set on the engine from MQLITE_AUDIT_RETENTION
+    # / MQLITE_AUDIT_MAX_ROWS by the server (core.py holds them and their defaults).
+    @property
+    def audit_max_age_ms(self) -> int:
+        return self._core.audit_max_age_ms
+
+    @property
+    def audit_max_rows(self) -> int:
+        return self._core.audit_max_rows
 
     def list_audit(
         self, after_id: int = 0, limit: int = 100, queue: str = "", since_ms: int = 0

@@ -1,16 +1,17 @@
-"""The engine's plumbing: one store, one writer, one clock, one notifier, the catalog, recovery.
+"""The engine's core: one store, one writer, one clock, one notifier, the catalog, recovery.
 
-``Engine`` (the facade) and its verb mixins build on this base; it holds no verbs.
+``Engine`` (the facade, ``engine.py``) is this core plus its parts (``part.py``): each part
+holds the verbs of one responsibility over the core's state; the core holds no verbs.
 """
 
 from __future__ import annotations
 
+import asyncio
 import functools
 import logging
 import sqlite3
-from collections.abc import Callable, Iterator, Mapping
-from contextlib import contextmanager
-from typing import Any, TypeVar
+from collections.abc import Callable
+from typing import Any, ParamSpec, Protocol, TypeVar
 
 from mqlite import defaults, errors
 from mqlite.clock import SYSTEM_CLOCK, Clock
@@ -22,18 +23,24 @@ from mqlite.engine.maintenance import DLQBounds, recover_locks_by_queue
 from mqlite.engine.maintenance_runs import MaintenanceRuns
 from mqlite.engine.measure import MessageEffects, StorageOps
 from mqlite.engine.measured_store import MeasuredStore
-from mqlite.engine.notify import Notifier
+from mqlite.engine.notify import Notifier, Waiter
 from mqlite.engine.read_replica import ReplicaReads
 from mqlite.engine.schedule_measures import ScheduleMeasures
 from mqlite.engine.storage_errors import translate
-from mqlite.engine.store import parse_dsn
+from mqlite.engine.store import Location, parse_dsn
 from mqlite.engine.writer import Writer
-from mqlite.types import Message, QueueInfo
 
 F = TypeVar("F", bound=Callable[..., Any])
 T = TypeVar("T")
+P = ParamSpec("P")
 
 log = logging.getLogger("mqlite.engine")
+
+
+class OnWriter(Protocol):
+    """What ``serialized`` needs of its method's owner (the core, or one of its parts)."""
+
+    writer: Writer
 
 
 def serialized(method: F) -> F:
@@ -41,7 +48,7 @@ def serialized(method: F) -> F:
     free, on the writer thread (group commit) when it is busy, directly when nested."""
 
     @functools.wraps(method)
-    def run(self: EngineCore, *args: Any, **kwargs: Any) -> Any:
+    def run(self: OnWriter, *args: Any, **kwargs: Any) -> Any:
         return self.writer.call(method, self, *args, **kwargs)
 
     return run  # type: ignore[return-value]
@@ -58,6 +65,11 @@ def outside_transaction(method: F) -> F:
 
 class EngineCore:
     """State shared by every verb; opening runs crash recovery before anything else."""
+
+    # The audit trail's retention bounds (0 = none; audit_ops.py reads them), set from
+    # MQLITE_AUDIT_RETENTION / MQLITE_AUDIT_MAX_ROWS by the server.
+    audit_max_age_ms: int = defaults.AUDIT_MAX_AGE_MS
+    audit_max_rows: int = defaults.AUDIT_MAX_ROWS
 
     def __init__(
         self,
@@ -128,7 +140,9 @@ class EngineCore:
             self.store.close()
             raise
         self.writer = Writer(self.store, self.disk.on_disk_full if self.disk else None)
+        self.submit = self.writer.submit  # type: ignore[method-assign,assignment]  # no extra frame per RPC
         self.store.reconcile = self._reload_published
+        self._compose()
 
     def _reload_published(self, conn: sqlite3.Connection) -> None:
         """After a COMMIT of unknown outcome (remote store): what it may have stored --
@@ -164,52 +178,10 @@ class EngineCore:
                 self.disk.on_disk_full()
             log.warning("the disk is full: crash recovery of locked messages is left to the reaper")
 
-    # -- plumbing -------------------------------------------------------------------------
+    # -- the facade's own -----------------------------------------------------------------
 
     def now_ms(self) -> int:
         return self.clock.now_ms()
-
-    @contextmanager
-    def _write(self) -> Iterator[tuple[sqlite3.Connection, int]]:
-        """A transaction plus the ``now`` sampled after the writer was acquired."""
-        with self.store.transaction() as conn:
-            yield conn, self.clock.now_ms()
-
-    def _wake_after_commit(self, counts: Mapping[str, int]) -> None:
-        """After COMMIT, wake as many parked polls per queue as it gained claimable rows."""
-        if counts:
-            notifier = self.notifier
-            self.store.after_commit(lambda: notifier.notify_counts(counts))
-
-    def _wake_all_after_commit(self, names: set[str]) -> None:
-        """After COMMIT, wake every parked poll of these queues (deleted, unsubscribed)."""
-        notifier = self.notifier
-        self.store.after_commit(lambda: notifier.notify_all(names))
-
-    def _read_stale(self, read: Callable[[sqlite3.Connection], T]) -> T:
-        """Run a read that tolerates staleness: on the replica when there is one (off the
-        writer: read_replica.py), else in a transaction on the writer."""
-        if self.replica is not None:
-            try:
-                with self.replica.read() as conn:
-                    return read(conn)  # type: ignore[arg-type]
-            except sqlite3.Error as exc:  # as the writer translates its calls' errors
-                raise translate(exc) from exc
-        return self._read_primary(read)
-
-    @serialized
-    def _read_primary(self, read: Callable[[sqlite3.Connection], T]) -> T:
-        with self.store.transaction() as conn:
-            return read(conn)
-
-    def _queue(self, name: object) -> QueueInfo:
-        return self.catalog.queue(queues.validate_name(name))
-
-    def tend_disk(self) -> None:
-        """Recreate the disk reserve once there is room (maintenance; never on the writer:
-        it writes a file of reserve_bytes)."""
-        if self.disk is not None:
-            self.disk.tend()
 
     def close(self) -> None:
         """Refuse new work, wake parked long polls, finish queued work, close the DB."""
@@ -223,15 +195,31 @@ class EngineCore:
     def closed(self) -> bool:
         return self.store.closed
 
-    def _bind(self, msgs: list[Message]) -> list[Message]:
-        for m in msgs:
-            object.__setattr__(m, "_settler", self if m.lock_token else errors.NO_LOCK)
-        return msgs
+    # -- the transport side: what a server needs of the writer, the notifier, the store -----
 
-    def _completed(self, queue: str, n: int) -> None:
-        self.effects.add(queue, "completed", n)  # runs as an after-commit callback
-        self.notifier.notify(queue, n)  # a completed group head may unblock its successor
+    @property
+    def location(self) -> Location:
+        """Where the database is (shown, never with a DSN's query string or token)."""
+        return self.store.location
 
-    def _count(self, *effects: tuple[str, str, int]) -> None:
-        """Count message effects once the current transaction commits (measure.py)."""
-        self.effects.after_commit(self.store, effects)
+    def submit(self, fn: Callable[P, T], /, *args: P.args, **kwargs: P.kwargs) -> asyncio.Future[T]:
+        """Queue ``fn`` for the writer thread (group commit); the future resolves on the
+        running loop. (``__init__`` binds the writer's own ``submit`` over this one.)"""
+        return self.writer.submit(fn, *args, **kwargs)
+
+    def park(self, queue: str, wake: Callable[[], None]) -> Waiter:
+        """Park a long poll on ``queue``: ``wake`` runs (any thread) when a commit makes
+        a message claimable there; ``cancel()`` the waiter when done."""
+        return self.notifier.register(queue, wake)
+
+    def wake_one(self, queue: str) -> None:
+        """Hand a wake a poll will not use to the next parked poll (notify.py)."""
+        self.notifier.notify(queue, 1)
+
+    def release_polls(self) -> None:
+        """Wake every parked long poll and park no more (a drain: they return empty)."""
+        self.notifier.close()
+
+    def _compose(self) -> None:
+        """Build the parts over this core (the facade, ``engine.py``): the last step of
+        ``__init__``, once the writer exists."""

@@ -1,527 +1,145 @@
-"""The Engine facade: one store, one clock, one notifier, and the verb modules.
+"""The Engine facade: one core (``core.py``) and its parts, one per responsibility.
 
-Every public method validates its input first (a client mistake is an ``MQLiteError``,
-never a crash and never a partial write), then runs one transaction on the single writer.
-Long-poll waiting happens outside any transaction, parked on the per-queue notifier.
+The parts (``part.py``) each hold the verbs of one responsibility over the shared core:
+``queues`` (the catalog: queues and topics), ``messaging`` (send, claim, settle, the
+outbox), ``admin`` (browse, dead letters, status), ``maintenance`` (reaper, TTL,
+janitors, reclaim, the lease), ``access_keys``, ``observer``, ``schedules`` (cron) and ``audit``.
+A transport is handed the parts it uses; the facade only names each verb once, as the
+part's own bound method (``_Verb``), for the embedded client and the tests, which use
+the engine as one object.
 """
 
 from __future__ import annotations
 
-import sqlite3
-import threading
-from collections import Counter
-from collections.abc import Iterator, Sequence
-from contextlib import contextmanager
+from collections.abc import Callable
+from typing import Any, Concatenate, Generic, ParamSpec, Self, TypeVar, overload
 
-from mqlite import defaults, errors
-from mqlite.engine import audit, claim, queues, retry, send, settle, settle_pipelined
-from mqlite.engine.admin import AdminOps
-from mqlite.engine.audit import Actor
-from mqlite.engine.audit_ops import AuditOps
-from mqlite.engine.core import serialized
-from mqlite.engine.keys import KeyOps
-from mqlite.engine.notify import Waiter
-from mqlite.engine.observe import ObserveOps
-from mqlite.engine.schedules import ScheduleOps
-from mqlite.engine.send import Route, SendResult
-from mqlite.engine.storage_errors import translate
-from mqlite.engine.topic_ops import TopicOps
-from mqlite.engine.tx import EngineTx
-from mqlite.engine.validate import (
-    check_int,
-    check_pairs,
-    check_seq,
-    check_token,
-    clamp,
-    receive_mode,
-)
-from mqlite.types import (
-    BatchResult,
-    Message,
-    OutMessage,
-    QueueConfig,
-    QueueEnsured,
-    QueueInfo,
-)
+from mqlite.engine.admin import Admin
+from mqlite.engine.audit_ops import Audit
+from mqlite.engine.core import EngineCore
+from mqlite.engine.keys import AccessKeys
+from mqlite.engine.maintenance_ops import Maintenance
+from mqlite.engine.messaging import Messaging
+from mqlite.engine.observe import Observer
+from mqlite.engine.queue_ops import Queues
+from mqlite.engine.schedules import Schedules
 
-# The state an abandon left its row in (a primary-key probe, only after a fresh abandon).
-MESSAGE_STATE_SQL = "SELECT state FROM messages WHERE id = ?"
+P = ParamSpec("P")
+R = TypeVar("R")
 
 
-class Engine(AdminOps, KeyOps, TopicOps, ObserveOps, ScheduleOps, AuditOps):
+class _Verb(Generic[P, R]):
+    """``Engine.<verb>``: the same-named verb of one part. The facade binds every one of
+    them on its instance when it is built (``Engine._compose``), so a call costs what a
+    call of the part's method costs; mypy sees the part's signature through ``__get__``."""
+
+    def __init__(self, part: str, verb: Callable[Concatenate[Any, P], R]) -> None:
+        self.part = part
+        self.verb = verb.__name__
+
+    @overload
+    def __get__(self, obj: None, owner: type[Any]) -> Self: ...
+
+    @overload
+    def __get__(self, obj: object, owner: type[Any]) -> Callable[P, R]: ...
+
+    def __get__(self, obj: object, owner: type[Any]) -> Any:
+        if obj is None:
+            return self
+        return getattr(getattr(obj, self.part), self.verb)
+
+
+class Engine(EngineCore):
     """The broker core on one SQLite database. Thread-safe; knows nothing of HTTP."""
 
-    # -- queues ---------------------------------------------------------------------------
+    queues: Queues
+    messaging: Messaging
+    admin: Admin
+    schedules: Schedules
+    maintenance: Maintenance
+    access_keys: AccessKeys
+    observer: Observer
+    audit: Audit
 
-    @serialized
-    def create_queue(
-        self, name: str, config: QueueConfig | None = None, *, actor: Actor | None = None
-    ) -> QueueInfo:
-        """Create, or reconfigure (same kind only), a queue. Overwrites every config field.
-        Audited with the config diff against the previous config (``audit.py``)."""
-        name = queues.validate_name(name)
-        cfg = queues.normalize_config(config if config is not None else QueueConfig())
-        self.catalog.check_queue_creation(name, cfg.kind)
-        before = self.catalog.find(name)
-        with self.store.transaction() as conn:
-            now = self.clock.now_ms()
-            info = queues.upsert_queue(conn, now, name, cfg)
-            audit.queue_upserted(conn, now, actor, before, info, queues.CONFIG_FIELDS)
-            self.catalog.put(info)
-        return info
+    def _compose(self) -> None:
+        self.queues = Queues(self)
+        self.messaging = Messaging(self)
+        self.admin = Admin(self)
+        self.schedules = Schedules(self, self.messaging)
+        self.audit = Audit(self)
+        self.maintenance = Maintenance(self, self.schedules, self.audit)
+        self.access_keys = AccessKeys(self)
+        self.observer = Observer(self)
+        for name, verb in vars(Engine).items():
+            if isinstance(verb, _Verb):
+                setattr(self, name, verb.__get__(self, Engine))
 
-    @serialized
-    def ensure_queue(
-        self,
-        name: str,
-        config: QueueConfig | None = None,
-        strict: bool = False,
-        *,
-        actor: Actor | None = None,
-    ) -> QueueEnsured:
-        """Create a queue if the name is free; an existing one is left as it is and its
-        differences from ``config`` reported (``strict``: refused with
-        ``QueueConfigDiffers``). One conditional insert, so no read-then-write race."""
-        name = queues.validate_name(name)
-        if not isinstance(strict, bool):
-            raise errors.InvalidArgument("strict must be a boolean")
-        cfg = queues.normalize_config(config if config is not None else QueueConfig())
-        self.catalog.check_queue_creation(name, cfg.kind)
-        with self.store.transaction() as conn:
-            now = self.clock.now_ms()
-            info, created = queues.insert_queue_if_absent(conn, now, name, cfg)
-            if created:  # an existing queue is left as it is: nothing changed, no row
-                audit.record(conn, now, actor, "EnsureQueue", name, created=True)
-            differs = () if created else queues.config_differences(cfg, info.config)
-            if strict and differs:
-                raise errors.QueueConfigDiffers(
-                    f"queue {name!r} exists with a different {', '.join(differs)}; "
-                    "it was left as it is (create_queue reconfigures it)"
-                )
-            self.catalog.put(info)
-        return QueueEnsured(info, created, differs)
+    # -- queues and topics (queue_ops.py) -------------------------------------------------
+    create_queue = _Verb("queues", Queues.create_queue)
+    ensure_queue = _Verb("queues", Queues.ensure_queue)
+    list_queues = _Verb("queues", Queues.list_queues)
+    get_queue = _Verb("queues", Queues.get_queue)
+    delete_queue = _Verb("queues", Queues.delete_queue)
+    topic_of = _Verb("queues", Queues.topic_of)
+    has_filters = _Verb("queues", Queues.has_filters)
+    subscribe = _Verb("queues", Queues.subscribe)
+    unsubscribe = _Verb("queues", Queues.unsubscribe)
+    list_subscriptions = _Verb("queues", Queues.list_subscriptions)
+    test_filter = _Verb("queues", Queues.test_filter)
 
-    def list_queues(self) -> list[QueueInfo]:
-        """Every queue by name (on the replica if any: a queue created a moment ago may be
-        missing there; ``get_queue`` reads the catalog, always current)."""
-        found = self._read_stale(queues.load_queues)
-        return sorted(found.values(), key=lambda q: q.name)
+    # -- messaging (sending.py, messaging.py) ---------------------------------------------
+    send = _Verb("messaging", Messaging.send)
+    send_one = _Verb("messaging", Messaging.send_one)
+    schedule = _Verb("messaging", Messaging.schedule)
+    cancel = _Verb("messaging", Messaging.cancel)
+    receive = _Verb("messaging", Messaging.receive)
+    receive_args = _Verb("messaging", Messaging.receive_args)
+    try_receive = _Verb("messaging", Messaging.try_receive)
+    receive_deferred = _Verb("messaging", Messaging.receive_deferred)
+    complete = _Verb("messaging", Messaging.complete)
+    abandon = _Verb("messaging", Messaging.abandon)
+    reject = _Verb("messaging", Messaging.reject)
+    defer = _Verb("messaging", Messaging.defer)
+    renew = _Verb("messaging", Messaging.renew)
+    complete_batch = _Verb("messaging", Messaging.complete_batch)
+    renew_batch = _Verb("messaging", Messaging.renew_batch)
+    tx = _Verb("messaging", Messaging.tx)
 
-    def get_queue(self, name: str) -> QueueInfo:
-        return self._queue(name)
+    # -- browse, dead letters, status (admin.py) ------------------------------------------
+    peek = _Verb("admin", Admin.peek)
+    stats = _Verb("admin", Admin.stats)
+    redrive = _Verb("admin", Admin.redrive)
+    redrive_chunk = _Verb("admin", Admin.redrive_chunk)
+    purge = _Verb("admin", Admin.purge)
+    purge_chunk = _Verb("admin", Admin.purge_chunk)
+    status = _Verb("admin", Admin.status)
 
-    @serialized
-    def delete_queue(
-        self, name: str, generation: str | None = None, *, actor: Actor | None = None
-    ) -> None:
-        """Delete an empty plain queue; ``generation`` fences against a replacement."""
-        name = queues.validate_name(name)
-        if generation is not None and (not isinstance(generation, str) or not generation):
-            raise errors.InvalidArgument("generation must be a non-empty string")
-        with self.store.transaction() as conn:
-            queues.delete_queue(conn, name, generation)
-            audit.record(conn, self.clock.now_ms(), actor, "DeleteQueue", name)
-            self.catalog.drop(name)
-            self._wake_all_after_commit({name})  # parked long polls wake, find it gone
-            self.effects.forget_after_commit(self.store, name)  # its series go with it
+    # -- maintenance (maintenance_ops.py) -------------------------------------------------
+    reap_locks = _Verb("maintenance", Maintenance.reap_locks)
+    activate_scheduled = _Verb("maintenance", Maintenance.activate_scheduled)
+    expire_ttl = _Verb("maintenance", Maintenance.expire_ttl)
+    run_janitors = _Verb("maintenance", Maintenance.run_janitors)
+    reclaim_free_pages = _Verb("maintenance", Maintenance.reclaim_free_pages)
+    reclaim_pass = _Verb("maintenance", Maintenance.reclaim_pass)
+    checkpoint = _Verb("maintenance", Maintenance.checkpoint)
+    vacuum_full = _Verb("maintenance", Maintenance.vacuum_full)
+    catch_up = _Verb("maintenance", Maintenance.catch_up)
+    renew_lease = _Verb("maintenance", Maintenance.renew_lease)
+    run_maintenance_once = _Verb("maintenance", Maintenance.run_maintenance_once)
+    tend_disk = _Verb("maintenance", Maintenance.tend_disk)
 
-    # -- send -----------------------------------------------------------------------------
+    # -- access keys (keys.py), observation (observe.py), cron (schedules.py) -------------
+    create_key = _Verb("access_keys", AccessKeys.create_key)
+    list_keys = _Verb("access_keys", AccessKeys.list_keys)
+    revoke_key = _Verb("access_keys", AccessKeys.revoke_key)
+    key_refusal = _Verb("access_keys", AccessKeys.key_refusal)
+    authenticate_key = _Verb("access_keys", AccessKeys.authenticate_key)
+    observe = _Verb("observer", Observer.observe)
+    create_schedule = _Verb("schedules", Schedules.create_schedule)
+    list_schedules = _Verb("schedules", Schedules.list_schedules)
+    delete_schedule = _Verb("schedules", Schedules.delete_schedule)
+    fire_schedules = _Verb("schedules", Schedules.fire_schedules)
 
-    def send(
-        self, queue: str, messages: Sequence[OutMessage], ttl_ms: int | None = None
-    ) -> list[int]:
-        """Enqueue a batch atomically; positional seqs (0 = dedup conflict in a batch)."""
-        return self._send(queue, messages, ttl_ms=ttl_ms, at_ms=None)
-
-    def send_one(self, queue: str, message: OutMessage, ttl_ms: int | None = None) -> int:
-        """Enqueue one message; a dedup conflict raises ``DedupConflict``."""
-        if not isinstance(message, OutMessage):
-            raise errors.InvalidArgument("message must be an OutMessage")
-        return self._send(queue, [message], ttl_ms=ttl_ms, at_ms=None)[0]
-
-    def schedule(
-        self,
-        queue: str,
-        messages: Sequence[OutMessage],
-        at_ms: int,
-        ttl_ms: int | None = None,
-    ) -> list[int]:
-        """Enqueue for delivery at ``at_ms`` (must be in the future), atomically."""
-        check_int("at_ms", at_ms, minimum=1)
-        return self._send(queue, messages, ttl_ms=ttl_ms, at_ms=at_ms)
-
-    def _send(
-        self,
-        name: str,
-        messages: Sequence[OutMessage],
-        *,
-        ttl_ms: int | None,
-        at_ms: int | None,
-    ) -> list[int]:
-        """Validate and route on the caller's thread (filters run here, never holding the
-        writer), then commit on the writer."""
-        if not isinstance(name, str):
-            raise errors.InvalidArgument("queue name must be a string")
-        routes = self.catalog.routes(name)  # an unknown or invalid name fails even when empty
-        msgs = send.validate_messages(messages, self.max_message_bytes)
-        if ttl_ms is not None:
-            check_int("ttl_ms", ttl_ms, minimum=0)
-        if not msgs:
-            return []
-        if len(msgs) * len(routes) > defaults.MAX_FANOUT_ROWS:  # (no call when within)
-            send.check_fanout(len(msgs), len(routes))
-        if self.disk is not None:  # below the free-space floor only consumers may write
-            nbytes = 256 * len(msgs)
-            for m in msgs:  # (a loop, not sum(<genexpr>): every send pays it)
-                nbytes += len(m.body)
-            self.disk.check_send(len(routes) * nbytes)
-        now = self.clock.now_ms()
-        if at_ms is not None and at_ms <= now:
-            raise errors.InvalidArgument(
-                f"scheduled time {at_ms} is not in the future (now is {now})"
-            )
-        visible_at = at_ms if at_ms is not None else now
-        plan = None  # no filter on any route (the common case): no route_plan call
-        for route in routes:
-            if route.accepts is not None:
-                plan = send.route_plan(routes, msgs, now, visible_at)
-                break
-        return self._commit_send(name, routes, plan, msgs, now, visible_at, ttl_ms)
-
-    @serialized
-    def _commit_send(
-        self,
-        name: str,
-        routes: list[Route],
-        plan: list[list[Route]] | None,
-        msgs: list[OutMessage],
-        now: int,
-        visible_at: int,
-        ttl_ms: int | None,
-    ) -> list[int]:
-        current = self.catalog.routes(name)
-        if current is not routes:  # subscriptions changed since routing: route again
-            send.check_fanout(len(msgs), len(current))
-            routes, plan = current, send.route_plan(current, msgs, now, visible_at)
-        try:
-            with self.store.transaction() as conn:
-                result = send.insert(
-                    conn,
-                    now,
-                    routes,
-                    msgs,
-                    visible_at_ms=visible_at,
-                    ttl_ms=ttl_ms,
-                    single=len(msgs) == 1,
-                    plan=plan,
-                )
-                self._after_send(result, scheduled=visible_at > now)
-        except errors.DedupConflict:
-            # A refused single send: nothing committed, but the conflict is a confirmed
-            # effect (the conflicting record is committed). Every route it reached
-            # conflicted, else the send would have had a seq.
-            reached = routes if plan is None else plan[0]
-            for route in reached:
-                self.effects.add(route.queue.name, "dedup_conflict", 1)
-            raise
-        return result.seq_numbers
-
-    def _after_send(self, result: SendResult, *, scheduled: bool) -> None:
-        """Once the send commits: count its effects, then wake as many parked polls per
-        queue as it made claimable. One after-commit callback for both, built without
-        generators or Counters (every send pays this: hot path)."""
-        by_queue = self.effects.by_queue  # (MessageEffects.add inlined: hot path)
-        notify = self.notifier.notify
-        copies, woken = result.copies, result.notify
-        deduplicated, conflicts = result.deduplicated, result.conflicts
-
-        def committed() -> None:
-            for queue, n in copies.items():
-                counts = by_queue.get(queue)
-                if counts is None:
-                    counts = by_queue[queue] = Counter()
-                counts["enqueued"] += n
-                if scheduled:
-                    counts["scheduled"] += n
-            if deduplicated or conflicts:
-                add = self.effects.add
-                for queue, n in deduplicated.items():
-                    add(queue, "deduplicated", n)
-                for queue, n in conflicts.items():
-                    add(queue, "dedup_conflict", n)
-            for queue, n in woken.items():
-                notify(queue, n)
-
-        self.store.after_commit(committed)
-
-    def topic_of(self, name: str) -> str | None:
-        """The topic ``name`` is a subscription of, if any (a catalog read: any thread). A
-        scoped key reaches a subscription through its topic's name (server ``auth``)."""
-        return self.catalog.topic_of(name)
-
-    def has_filters(self, name: str) -> bool:
-        """True when a send to ``name`` evaluates subscription filters (the server then
-        routes it on a worker thread, off the event loop and off the writer)."""
-        try:
-            return any(r.accepts is not None for r in self.catalog.routes(name))
-        except errors.MQLiteError:
-            return False
-
-    @serialized
-    def cancel(self, queue: str, seq_number: int) -> None:
-        """Delete a scheduled, never-delivered message; otherwise ``NotFound``."""
-        q = self._queue(queue)
-        check_seq(seq_number)
-        with self.store.transaction() as conn:
-            send.cancel(conn, q.name, seq_number)
-            self._count((q.name, "canceled", 1))
-
-    # -- receive --------------------------------------------------------------------------
-
-    def receive(
-        self,
-        queue: str,
-        max_messages: int = 1,
-        wait_ms: int = 0,
-        mode: str = "peek_lock",
-        attempt_id: str | None = None,
-    ) -> list[Message]:
-        """Claim up to ``max_messages``, long-polling up to ``wait_ms`` for the first one."""
-        name, n, wait, delete = self.receive_args(queue, max_messages, wait_ms, mode, attempt_id)
-        q = self.catalog.queue(name)
-        got = self.try_receive(q.name, n, delete=delete, attempt_id=attempt_id)
-        if got or wait == 0:
-            return got
-        deadline = self.clock.monotonic_ms() + wait
-        waiter: Waiter | None = None
-        try:
-            while True:
-                woken = threading.Event()
-                waiter = self.notifier.register(q.name, woken.set)
-                # Claim again after registering: a send that committed in between would
-                # otherwise be a lost wake-up.
-                got = self.try_receive(q.name, n, delete=delete, attempt_id=attempt_id)
-                if got:
-                    return got
-                remaining = deadline - self.clock.monotonic_ms()
-                if remaining <= 0:
-                    return []
-                woken.wait(remaining / 1000.0)
-                if self.closed:
-                    raise errors.Closed()
-                waiter.cancel()  # the wake (if any) is consumed by the claim that follows
-                waiter = None
-        finally:
-            # A wake this poll will not use goes to the next waiter (notify.py).
-            if waiter is not None and waiter.cancel() and not self.closed:
-                self.notifier.notify(q.name, 1)
-
-    def receive_args(
-        self,
-        queue: str,
-        max_messages: int,
-        wait_ms: int,
-        mode: str,
-        attempt_id: str | None,
-    ) -> tuple[str, int, int, bool]:
-        """Validate and clamp a receive: (queue, max 1..256, wait 0..20000 ms, delete?)."""
-        check_int("max_messages", max_messages)
-        check_int("wait_ms", wait_ms)
-        delete = receive_mode(mode)
-        if attempt_id is not None:
-            check_token("attempt_id", attempt_id)
-        q = self._queue(queue)
-        n = clamp(max_messages, 1, defaults.MAX_RECEIVE_MESSAGES)
-        return q.name, n, clamp(wait_ms, 0, defaults.MAX_WAIT_MS), delete
-
-    @serialized
-    def try_receive(
-        self,
-        queue: str,
-        max_messages: int,
-        *,
-        delete: bool = False,
-        attempt_id: str | None = None,
-    ) -> list[Message]:
-        """One claim round, no waiting (the HTTP server parks on the notifier itself)."""
-        q = self.catalog.queue(queue)
-        with self.store.transaction() as conn:
-            now = self.clock.now_ms()
-            if attempt_id:
-                replay = claim.lookup_attempt(conn, now, q.name, attempt_id)
-                if replay is not None:
-                    return self._bind(replay)
-            msgs = claim.claim_batch(conn, now, q, max_messages, delete=delete)
-            if attempt_id and msgs:
-                claim.save_attempt(conn, now, q, attempt_id, msgs)
-            if msgs:  # a replay returned above: it counts nothing twice
-                self._count_claims(q.name, msgs, deleted=delete)
-        return self._bind(msgs)
-
-    def _count_claims(self, queue: str, msgs: list[Message], *, deleted: bool) -> None:
-        again = sum(1 for m in msgs if m.delivery_count > 1)
-        self._count(
-            (queue, "delivered", len(msgs)),
-            (queue, "redelivered", again),
-            (queue, "receive_deleted", len(msgs) if deleted else 0),
-        )
-
-    @serialized
-    def receive_deferred(self, queue: str, seq_numbers: Sequence[int]) -> list[Message]:
-        """Lock deferred messages by seq (request order); seqs not deferred are skipped."""
-        q = self._queue(queue)
-        if isinstance(seq_numbers, str | bytes) or not isinstance(seq_numbers, Sequence):
-            raise errors.InvalidArgument("seq_numbers must be a list of integers")
-        if len(seq_numbers) > defaults.MAX_RECEIVE_MESSAGES:
-            raise errors.InvalidArgument(
-                f"at most {defaults.MAX_RECEIVE_MESSAGES} seq_numbers per call"
-            )
-        for seq in seq_numbers:
-            check_seq(seq)
-        with self._write() as (conn, now):
-            msgs = settle.receive_deferred(conn, now, q, seq_numbers)
-            self._count_claims(q.name, msgs, deleted=False)
-        return self._bind(msgs)
-
-    # -- settlement -----------------------------------------------------------------------
-
-    @serialized
-    def complete(self, queue: str, seq_number: int, lock_token: str) -> None:
-        queue, seq_number, lock_token = _settle_args(queue, seq_number, lock_token)
-        with self._write() as (conn, now):
-            fresh = settle.complete(conn, now, queue, seq_number, lock_token)
-            if fresh:
-                self.store.after_commit(lambda: self._completed(queue, 1))
-
-    @serialized
-    def abandon(
-        self, queue: str, seq_number: int, lock_token: str, delay_ms: int = 0, error: str = ""
-    ) -> None:
-        """Release a lock for redelivery: after ``delay_ms`` when > 0, else after the
-        queue's retry policy delay (none: at once); ``error`` (<= 4 KiB UTF-8) is kept as
-        the message's ``last_error``."""
-        queue, seq_number, lock_token = _settle_args(queue, seq_number, lock_token)
-        check_int("delay_ms", delay_ms)
-        err = retry.check_error(error)
-        q = self.catalog.find(queue)
-        if q is None:
-            raise errors.LockLost(f"lock lost: no queue {queue!r}")
-        with self._write() as (conn, now):
-            if settle.abandon(conn, now, q, seq_number, lock_token, delay_ms, err):
-                # At the delivery limit an abandon dead-letters (settle.ABANDON_SQL).
-                row = conn.execute(MESSAGE_STATE_SQL, (seq_number,)).fetchone()
-                dead = row is not None and row[0] == "dead_lettered"
-                self._count((queue, "abandoned", 1), (queue, "dead_lettered", int(dead)))
-            self._wake_after_commit({queue: 1})
-
-    @serialized
-    def reject(
-        self,
-        queue: str,
-        seq_number: int,
-        lock_token: str,
-        reason: str = "",
-        description: str = "",
-    ) -> None:
-        queue, seq_number, lock_token = _settle_args(queue, seq_number, lock_token)
-        if not isinstance(reason, str) or not isinstance(description, str):
-            raise errors.InvalidArgument("reason and description must be strings")
-        with self._write() as (conn, now):
-            if settle.reject(conn, now, queue, seq_number, lock_token, reason, description):
-                self._count((queue, "rejected", 1), (queue, "dead_lettered", 1))
-            self._wake_after_commit({queue: 1})  # a dead-lettered head unblocks its group
-
-    @serialized
-    def defer(self, queue: str, seq_number: int, lock_token: str) -> None:
-        queue, seq_number, lock_token = _settle_args(queue, seq_number, lock_token)
-        with self._write() as (conn, now):
-            if settle.defer(conn, now, queue, seq_number, lock_token):
-                self._count((queue, "deferred", 1))
-
-    @serialized
-    def renew(self, queue: str, seq_number: int, lock_token: str) -> int:
-        """Extend a live lease by the queue's lock duration; returns the new deadline."""
-        q = self._queue(queue)
-        _, seq_number, lock_token = _settle_args(queue, seq_number, lock_token)
-        with self._write() as (conn, now):
-            return settle.renew(conn, now, q, seq_number, lock_token)
-
-    @serialized
-    def complete_batch(self, queue: str, items: Sequence[tuple[int, str]]) -> list[BatchResult]:
-        """Complete many (seq, token) pairs in one transaction; per-item ``ok``."""
-        name = queues.validate_name(queue)
-        pairs = check_pairs(items)
-        if self.catalog.find(name) is None:
-            return [BatchResult(seq, False) for seq, _ in pairs]
-        with self._write() as (conn, now):
-            if settle_pipelined.pipelined(conn):  # one request with the COMMIT
-                hooks = (self.store.after_commit, self._completed)  # (counted after it)
-                return settle_pipelined.complete_batch(conn, now, name, pairs, *hooks)
-            results, deleted = settle.complete_batch(conn, now, name, pairs)
-            if deleted:
-                self.store.after_commit(lambda: self._completed(name, deleted))
-        return results
-
-    @serialized
-    def renew_batch(self, queue: str, items: Sequence[tuple[int, str]]) -> list[BatchResult]:
-        """Renew up to 512 leases in ONE statement; ok only if still live after the write."""
-        name = queues.validate_name(queue)
-        pairs = check_pairs(items)
-        if len(pairs) > defaults.RENEW_BATCH_MAX:
-            raise errors.InvalidArgument(
-                f"renew_batch takes at most {defaults.RENEW_BATCH_MAX} messages, got {len(pairs)}"
-            )
-        if not any(token for _, token in pairs):
-            return [BatchResult(seq, False) for seq, _ in pairs]
-        q = self._queue(name)
-        with self._write() as (conn, now):
-            renewed = settle.renew_batch(conn, now, q, pairs)
-        after = self.clock.now_ms()
-        out = []
-        for seq, token in pairs:
-            until = renewed.get((seq, token), 0)
-            ok = until > after
-            out.append(BatchResult(seq, ok, until if ok else 0))
-        return out
-
-    # -- the transactional outbox ---------------------------------------------------------
-
-    @contextmanager
-    def tx(self) -> Iterator[EngineTx]:
-        """One transaction shared by your SQL, mqlite's sends and the settlement of the
-        messages you received: all commit or none does (``tx.py``).
-
-        Inside the block use ``tx.execute``, ``tx.send``/``send_one``/``schedule`` and
-        ``tx.complete``/``abandon``/``reject``/``defer``/``complete_batch``; any exception
-        rolls everything back (your own statements' ``sqlite3`` errors reach you unchanged;
-        mqlite's verbs and the COMMIT raise ``MQLiteError``s), and so does a settlement
-        refused with ``LockLost``, even if caught. The writer is yours until the block
-        ends: keep it short, and do not long-poll in it or wait on another thread that
-        calls the engine.
-        """
-        with self.writer.hold():
-            transaction = self.store.transaction()
-            try:
-                conn = transaction.__enter__()
-            except sqlite3.Error as exc:
-                raise translate(exc) from exc
-            handle = EngineTx(self, conn)
-            try:
-                yield handle
-                if handle.doomed is not None:
-                    raise handle.doomed  # a refused settlement: nothing of the block commits
-            except BaseException as exc:
-                transaction.__exit__(type(exc), exc, exc.__traceback__)
-                raise
-            try:
-                transaction.__exit__(None, None, None)
-            except sqlite3.Error as exc:
-                raise translate(exc) from exc
-
-
-def _settle_args(queue: object, seq: object, token: object) -> tuple[str, int, str]:
-    name = queues.validate_name(queue)
-    check_seq(seq)
-    if not isinstance(token, str):
-        raise errors.InvalidArgument("lock_token must be a string")
-    return name, seq, token  # type: ignore[return-value]
+    # -- the audit trail (audit_ops.py) ---------------------------------------------------
+    list_audit = _Verb("audit", Audit.list_audit)
+    prune_audit = _Verb("audit", Audit.prune_audit)

@@ -17,8 +17,9 @@ from collections.abc import Iterable, Mapping, Sequence
 from mqlite import errors
 from mqlite.engine import audit, scopes
 from mqlite.engine.audit import Actor
-from mqlite.engine.core import EngineCore, serialized
+from mqlite.engine.core import serialized
 from mqlite.engine.key_cache import PERM_SEP, row_to_key, token_digest
+from mqlite.engine.part import Part
 from mqlite.engine.validate import MAX_INT64, check_int
 from mqlite.types import AccessKey, Permission
 
@@ -146,7 +147,7 @@ def _list_limit(limit: object) -> int:
 # -- the engine mixin ------------------------------------------------------------------
 
 
-class KeyOps(EngineCore):
+class AccessKeys(Part):
     """CreateKey / ListKeys / RevokeKey plus the per-request managed-token check."""
 
     @serialized

@@ -24,9 +24,10 @@ from typing import Any
 from mqlite import errors
 from mqlite.engine import diagnostics
 from mqlite.engine import observation as o
-from mqlite.engine.core import EngineCore, serialized
+from mqlite.engine.core import serialized
 from mqlite.engine.maintenance_runs import TaskState
 from mqlite.engine.measure import BUCKETS, EVENTS, Histogram, OperationStats
+from mqlite.engine.part import Part
 from mqlite.engine.store import SCHEMA_VERSION
 from mqlite.version import VERSION
 
@@ -52,7 +53,7 @@ Collected = tuple[list[tuple[object, ...]] | None, float, str]
 Counts = dict[str, dict[str, int]]
 
 
-class ObserveOps(EngineCore):
+class Observer(Part):
     """``observe()`` and the pieces it reads."""
 
     _rows: RowCache = {}  # noqa: RUF012 (replaced, never mutated: see zero_filled)

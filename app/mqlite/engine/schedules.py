@@ -29,6 +29,8 @@ from mqlite.engine import audit, send
 from mqlite.engine.audit import Actor
 from mqlite.engine.core import EngineCore, serialized
 from mqlite.engine.cron import ALIASES, Cron, check_timezone, normalize, rfc3339
+from mqlite.engine.part import Part
+from mqlite.engine.sending import Sending
 from mqlite.types import OutMessage, Schedule
 
 log = logging.getLogger("mqlite.cron")
@@ -141,8 +143,13 @@ class _Firing:
     next: int  # the next slot after now (NEVER if none)
 
 
-class ScheduleOps(EngineCore):
-    """CreateSchedule / DeleteSchedule / ListSchedules, and the firing pass."""
+class Schedules(Part):
+    """CreateSchedule / DeleteSchedule / ListSchedules, and the firing pass (which sends
+    through ``messaging``)."""
+
+    def __init__(self, core: EngineCore, messaging: Sending) -> None:
+        super().__init__(core)
+        self.messaging = messaging
 
     def create_schedule(
         self,
@@ -327,7 +334,7 @@ class ScheduleOps(EngineCore):
         plan = send.route_plan(routes, msgs, now, now)
         # A dedup conflict: this slot's id was already sent (a dedup window): it is fired.
         with contextlib.suppress(errors.DedupConflict):
-            self._commit_send(s.queue, routes, plan, msgs, now, now, None)  # type: ignore[attr-defined]
+            self.messaging._commit_send(s.queue, routes, plan, msgs, now, now, None)
 
 
 def _next(cron: Cron, after_ms: int) -> int:

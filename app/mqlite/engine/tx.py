@@ -23,13 +23,13 @@ from mqlite.engine import diagnostics
 from mqlite.types import BatchResult, Message, OutMessage
 
 if TYPE_CHECKING:
-    from mqlite.engine.engine import Engine
+    from mqlite.engine.messaging import Messaging
 
 
 class EngineTx:
     """Handed out by ``Engine.tx()``; valid only inside that ``with`` block."""
 
-    def __init__(self, engine: Engine, conn: sqlite3.Connection) -> None:
+    def __init__(self, engine: Messaging, conn: sqlite3.Connection) -> None:
         self._engine = engine
         self._conn = conn
         self.doomed: errors.LockLost | None = None  # set by a refused settlement

@@ -12,7 +12,7 @@ import random
 import threading
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
-from typing import Protocol, cast
+from typing import Any, Generic, Protocol, TypeVar, cast
 
 from mqlite import errors
 from mqlite.clock import SYSTEM_CLOCK, Clock
@@ -225,3 +225,21 @@ def client_clock(client: object) -> Clock:
     if callable(getattr(own, "now_ms", None)) and callable(getattr(own, "monotonic_ms", None)):
         return cast(Clock, own)
     return SYSTEM_CLOCK
+
+
+T = TypeVar("T")
+
+
+class Shared(Generic[T]):
+    """A field of the ``Receiver``'s state that one of its parts (``LeaseRenewal``,
+    ``MessageHandling``) reads and writes in place, under the receiver's condition
+    variable: the part keeps the name the field had when the parts were mixins."""
+
+    def __set_name__(self, owner: type, name: str) -> None:
+        self._name = name
+
+    def __get__(self, part: Any, kind: Any = None) -> T:
+        return getattr(part._receiver, self._name)  # type: ignore[no-any-return]
+
+    def __set__(self, part: Any, value: T) -> None:
+        setattr(part._receiver, self._name, value)

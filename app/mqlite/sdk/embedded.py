@@ -100,23 +100,21 @@ class EmbeddedClient(EmbeddedMethods):
                 raise
         self._scheduler: MaintenanceScheduler | None = None
         if background:
-            self._scheduler = MaintenanceScheduler(self._engine)
+            self._scheduler = MaintenanceScheduler(self._engine.maintenance)
             self._scheduler.start()
 
     def __repr__(self) -> str:
-        return f"EmbeddedClient({self._engine.store.location.path or ':memory:'!r})"
+        return f"EmbeddedClient({self._engine.location.path or ':memory:'!r})"
 
     def status(self) -> StatusResponse:
         """The same ``StatusResponse`` a broker answers: ``auth`` is False (in-process
         access is trusted) and ``uptime_ms`` counts from this client's opening."""
         snapshot = self._engine.status()
-        ping = snapshot.pop("ping_ms")
         return StatusResponse(
             version=__version__,
             uptime_ms=max(self._engine.now_ms() - self._started_ms, 0),
             auth=False,
-            ping_ms=round(ping) if isinstance(ping, int | float) else -1,
-            **snapshot,  # type: ignore[arg-type]
+            **snapshot,
         )
 
     def observe(self) -> ObserveResponse:
@@ -161,14 +159,14 @@ class EmbeddedClient(EmbeddedMethods):
         return VacuumResult(full, pages, before, engine.checkpoint())
 
     def _file_path(self, what: str) -> str:
-        return require_file(self._engine.store.location, what)
+        return require_file(self._engine.location, what)
 
     # -- lifecycle ------------------------------------------------------------------------
 
     def close(self) -> None:
         """Stop the loops, wake long polls, finish queued work, checkpoint and close."""
         if self._scheduler is not None:
-            self._engine.notifier.close()
+            self._engine.release_polls()
             self._scheduler.stop()
             self._scheduler = None
         self._engine.close()

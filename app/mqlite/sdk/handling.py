@@ -2,45 +2,52 @@
 a claimed message, runs the handler, and completes it (returned), rejects it
 (``DeadLetter``) or abandons it (raised) with the exception as its ``error`` and the delay
 left to the queue's retry policy (the ``Backoff``'s only when the queue has none). A
-mixin sharing the receiver's state behind its one condition variable.
+part of the receiver, sharing its state behind its one condition variable.
 """
 
 from __future__ import annotations
 
-import queue as queue_mod
 import time
 from collections.abc import Sequence
+from typing import TYPE_CHECKING
 
 from mqlite import errors
 from mqlite.sdk.consumer import (
     FATAL_ERRORS,
-    Backoff,
     DeadLetter,
-    ErrorCallback,
-    Handler,
     Lease,
     error_text,
     log,
 )
-from mqlite.sdk.inbox import SlowTxWarning, TxClient, TxHandler
-from mqlite.sdk.lease_renewal import LeaseRenewal
+from mqlite.sdk.inbox import TxClient, TxHandler
 from mqlite.types import Message
+
+if TYPE_CHECKING:
+    from mqlite.sdk.receiver import Receiver
 
 
 class _Released(Exception):
     """stop() abandoned the message while its transactional handler ran."""
 
 
-class MessageHandling(LeaseRenewal):
-    """The worker threads' half of the ``Receiver``."""
+class MessageHandling:
+    """The worker threads' part of the ``Receiver``."""
 
-    _handler: Handler
-    _tx_client: TxClient | None
-    _slow_tx: SlowTxWarning
-    _backoff: Backoff | None
-    _on_error: ErrorCallback | None
-    _work: queue_mod.SimpleQueue[Lease | None]
-    _queue_retries: bool | None  # the queue has a retry policy (None: not asked yet)
+    def __init__(self, receiver: Receiver) -> None:
+        self._client = receiver._client
+        self._queue = receiver._queue
+        self._cond = receiver._cond
+        self._inflight = receiver._inflight
+        self._work = receiver._work
+        self._handler = receiver._handler
+        self._tx_client = receiver._tx_client
+        self._slow_tx = receiver._slow_tx
+        self._backoff = receiver._backoff
+        self._on_error = receiver._on_error
+        self._queue_retries: bool | None = None  # the queue has a retry policy (None: not asked)
+        self._count = receiver._count
+        self._report = receiver._report
+        self._fail = receiver._fail
 
     def _failure_delay(self, msg: Message) -> int:
         """The abandon delay after a handler failure: 0 (the queue's retry policy decides,

@@ -1,48 +1,48 @@
 """Lease renewal for the ``Receiver``: one ``renew_batch`` per ≤512 in-flight messages,
 every third of the tightest remaining lease (original-behaviour §9), trusting the deadline
-the broker committed. A mixin: it shares the receiver's state behind its one condition
-variable, and the receiver provides the counting, reporting and failing it calls.
+the broker committed. A part of the receiver: it shares the receiver's state behind its
+one condition variable (``Shared`` fields are the receiver's own), and calls the
+receiver's counting, reporting and failing.
 """
 
 from __future__ import annotations
 
-import threading
+from typing import TYPE_CHECKING
 
 from mqlite import defaults, errors
-from mqlite.clock import Clock
 from mqlite.sdk.consumer import (
     FATAL_ERRORS,
     RENEW_UNKNOWN_DEADLINE_MS,
     RETRY_FLOOR_MS,
     Lease,
-    ReceiverClient,
+    Shared,
     log,
     renewal_delay_ms,
 )
 from mqlite.types import BatchResult, Message
 
+if TYPE_CHECKING:
+    from mqlite.sdk.receiver import Receiver
+
 
 class LeaseRenewal:
-    """The renewer thread's half of the ``Receiver``."""
+    """The renewer thread's part of the ``Receiver``."""
 
-    _client: ReceiverClient
-    _queue: str
-    _clock: Clock
-    _cond: threading.Condition
-    _counts: dict[str, int]
-    _inflight: dict[tuple[int, str], Lease]
-    _error: BaseException | None
-    _renew_stop: bool
-    _renew_dirty: bool
+    _error = Shared[BaseException | None]()
+    _renew_stop = Shared[bool]()
+    _renew_dirty = Shared[bool]()
 
-    def _count(self, name: str, n: int = 1) -> None:
-        raise NotImplementedError
-
-    def _report(self, exc: BaseException, msg: Message | None) -> None:
-        raise NotImplementedError
-
-    def _fail(self, exc: BaseException) -> None:
-        raise NotImplementedError
+    def __init__(self, receiver: Receiver) -> None:
+        self._receiver = receiver
+        self._client = receiver._client
+        self._queue = receiver._queue
+        self._clock = receiver._clock
+        self._cond = receiver._cond
+        self._counts = receiver._counts
+        self._inflight = receiver._inflight
+        self._count = receiver._count
+        self._report = receiver._report
+        self._fail = receiver._fail
 
     def _renewable(self) -> list[Lease]:
         return [x for x in self._inflight.values() if not x.lost and not x.released]

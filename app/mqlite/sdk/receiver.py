@@ -57,6 +57,7 @@ from mqlite.sdk.consumer import (
 )
 from mqlite.sdk.handling import MessageHandling
 from mqlite.sdk.inbox import SlowTxWarning, require_tx_client
+from mqlite.sdk.lease_renewal import LeaseRenewal
 from mqlite.sdk.retry import retry_after_ms
 from mqlite.types import Message, ReceiveMode
 
@@ -70,7 +71,7 @@ __all__ = [
 ]
 
 
-class Receiver(MessageHandling):
+class Receiver:
     """A managed consume loop over ``client`` for ``queue``.
 
     ``handler(message)`` runs on a pool of ``concurrency`` threads:
@@ -154,7 +155,6 @@ class Receiver(MessageHandling):
         self._max_messages = max_messages
         self._wait_ms = wait_ms
         self._backoff = backoff
-        self._queue_retries: bool | None = None
         self._on_error = on_error
         self._retry = retry_backoff if retry_backoff is not None else Backoff(100, 5000)
         self._clock: Clock = clock if clock is not None else client_clock(client)
@@ -178,6 +178,10 @@ class Receiver(MessageHandling):
         self._internal: set[threading.Thread] = set()
         self._launched = threading.Event()
         self._stopped = threading.Event()
+        # Its parts (each the state above it uses, by the same names): the worker threads'
+        # and the renewer thread's.
+        self._handling = MessageHandling(self)
+        self._renewal = LeaseRenewal(self)
 
     # -- public surface -------------------------------------------------------------------
 
@@ -213,12 +217,14 @@ class Receiver(MessageHandling):
             self._poll_alive = True
             name = f"mqlite-receiver[{self._queue}]"
             threads = [
-                threading.Thread(target=self._worker_loop, name=f"{name}-worker-{i}", daemon=True)
+                threading.Thread(
+                    target=self._handling._worker_loop, name=f"{name}-worker-{i}", daemon=True
+                )
                 for i in range(self._concurrency)
             ]
             if self._auto_renew:
                 self._renewer = threading.Thread(
-                    target=self._renew_loop, name=f"{name}-renew", daemon=True
+                    target=self._renewal._renew_loop, name=f"{name}-renew", daemon=True
                 )
                 threads.append(self._renewer)
             # The poll thread last: it is what produces work (and fatal errors).
@@ -345,7 +351,7 @@ class Receiver(MessageHandling):
                 failures = 0
                 leftovers = self._dispatch(got, n)
                 if leftovers:
-                    self._abandon_all(
+                    self._handling._abandon_all(
                         leftovers, "abandoned_on_stop" if self._stopping else "abandoned"
                     )
                 if not got:
@@ -446,7 +452,7 @@ class Receiver(MessageHandling):
                     len(stragglers),
                     self._queue,
                 )
-                self._abandon_all(stragglers, "abandoned_on_stop")
+                self._handling._abandon_all(stragglers, "abandoned_on_stop")
             with self._cond:
                 # Settlements already under way finish (they are short); a long poll still
                 # parked is left to abandon whatever it brings back.

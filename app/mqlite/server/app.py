@@ -142,16 +142,16 @@ class BrokerApp:
         engine.audit_max_age_ms, engine.audit_max_rows = s.audit_max_age_ms, s.audit_max_rows
         self.runtime = Runtime(engine)
         self.replication = ReplicationProbe.from_env(
-            process_environ(), engine.store.location.path, engine.now_ms
+            process_environ(), engine.location.path, engine.now_ms
         )
         self.started_ms = engine.now_ms()
         # A lost lease on a remote database (engine/lease.py): the store refuses writes;
         # the process exits through the ordinary SIGTERM drain (its supervisor decides).
         scheduler = MaintenanceScheduler(
-            engine, on_lease_lost=lambda _: os.kill(os.getpid(), signal.SIGTERM)
+            engine.maintenance, on_lease_lost=lambda _: os.kill(os.getpid(), signal.SIGTERM)
         )
         scheduler.start()  # marks the tasks it runs as enabled (engine.maintenance_runs)
-        log.info("broker ready", extra={"backend": engine.store.location.backend})
+        log.info("broker ready", extra={"backend": engine.location.backend})
         try:
             yield
         finally:

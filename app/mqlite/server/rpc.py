@@ -26,7 +26,7 @@ from mqlite.server.audit_actor import AUDITED, actor_of, request_id
 from mqlite.server.auth import authorize_scope
 from mqlite.server.cors import cors_headers
 from mqlite.server.guards import check_local_caller
-from mqlite.server.handlers import HANDLERS, Context
+from mqlite.server.handlers import BY_ROUTE, Context
 from mqlite.server.logging import log_request
 
 if TYPE_CHECKING:
@@ -65,8 +65,9 @@ class RpcDispatcher:
             await endpoint(scope, receive, send)
 
     def _endpoint(self, route: wire.Route[Any, Any]) -> Endpoint:
-        handler = HANDLERS[route.name]
-        permission = "manage_keys" if route.name.startswith("AuthService/") else route.permission
+        handler = BY_ROUTE[route.name].handler
+        # What the caller must hold is the route's (wire table), never decided here.
+        permission = "manage_keys" if route.requires_auth else route.permission
         broker = self.broker
         authenticator = broker.authenticator
         auth_enabled = broker.settings.auth

@@ -10,32 +10,32 @@ from __future__ import annotations
 
 import asyncio
 from collections.abc import Callable
-from typing import TypeVar
+from typing import ParamSpec, TypeVar
 
-from mqlite.engine import Engine
-from mqlite.engine.notify import Waiter
+from mqlite.server.broker import Broker, Parked
 from mqlite.types import Message
 
+P = ParamSpec("P")
 T = TypeVar("T")
 
 
 class Runtime:
     """The engine plus the draining flag of a graceful shutdown."""
 
-    def __init__(self, engine: Engine) -> None:
+    def __init__(self, engine: Broker) -> None:
         self.engine = engine
-        self._submit = engine.writer.submit
+        self._submit = engine.submit
         self.draining = False
 
-    async def call(self, fn: Callable[..., T], *args: object, **kwargs: object) -> T:
-        """Run an engine method on the writer thread and await its (committed) result."""
-        result: T = await self._submit(fn, *args, **kwargs)
-        return result
+    async def call(self, fn: Callable[P, T], /, *args: P.args, **kwargs: P.kwargs) -> T:
+        """Run an engine method on the writer thread and await its (committed) result;
+        mypy checks the arguments against ``fn`` and the result's use against its type."""
+        return await self._submit(fn, *args, **kwargs)
 
     def begin_drain(self) -> None:
         """Stop handing out claims and wake every parked long poll (they return empty)."""
         self.draining = True
-        self.engine.notifier.close()
+        self.engine.release_polls()
 
     async def receive(
         self,
@@ -58,8 +58,7 @@ class Runtime:
             return got
         loop = asyncio.get_running_loop()
         deadline = loop.time() + wait_ms / 1000.0
-        notifier = engine.notifier
-        waiter: Waiter | None = None
+        waiter: Parked | None = None
         try:
             while True:
                 woken = loop.create_future()
@@ -67,7 +66,7 @@ class Runtime:
                 def wake(fut: asyncio.Future[None] = woken) -> None:
                     loop.call_soon_threadsafe(_resolve, fut)
 
-                waiter = notifier.register(queue, wake)
+                waiter = engine.park(queue, wake)
                 if self.draining or disconnected.is_set():
                     return []
                 # Claim again after registering: a commit in between is no lost wake-up.
@@ -93,7 +92,7 @@ class Runtime:
         finally:
             # A wake this poll will not use goes to the next parked poll (notify.py).
             if waiter is not None and waiter.cancel() and not self.draining:
-                notifier.notify(queue, 1)
+                engine.wake_one(queue)
 
 
 def _resolve(fut: asyncio.Future[None]) -> None:

@@ -82,7 +82,13 @@ class CreateKeyResponse(Response):
 
 
 CREATE_KEY = Route(
-    _K, "CreateKey", _M, CreateKeyRequest, CreateKeyResponse, "Issue a managed access key"
+    _K,
+    "CreateKey",
+    _M,
+    CreateKeyRequest,
+    CreateKeyResponse,
+    "Issue a managed access key",
+    requires_auth=True,
 )
 
 
@@ -112,7 +118,13 @@ class ListKeysResponse(Response):
 
 
 LIST_KEYS = Route(
-    _K, "ListKeys", _M, ListKeysRequest, ListKeysResponse, "Page through access key metadata"
+    _K,
+    "ListKeys",
+    _M,
+    ListKeysRequest,
+    ListKeysResponse,
+    "Page through access key metadata",
+    requires_auth=True,
 )
 
 
@@ -125,7 +137,15 @@ class RevokeKeyRequest(Request):
     id: Annotated[str, Doc("the key's public id")]
 
 
-REVOKE_KEY = Route(_K, "RevokeKey", _M, RevokeKeyRequest, SettleResponse, "Revoke an access key")
+REVOKE_KEY = Route(
+    _K,
+    "RevokeKey",
+    _M,
+    RevokeKeyRequest,
+    SettleResponse,
+    "Revoke an access key",
+    requires_auth=True,
+)
 
 
 ROUTES: tuple[Route[Any, Any], ...] = (CREATE_KEY, LIST_KEYS, REVOKE_KEY)

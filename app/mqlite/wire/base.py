@@ -99,6 +99,9 @@ class Route(Generic[Req, Resp]):
     request: type[Req]
     response: type[Resp]
     summary: str
+    # Refused (403) while authentication is off, whatever the caller holds: managing keys
+    # means nothing without it (the AuthService routes).
+    requires_auth: bool = False
 
     @property
     def name(self) -> str:

@@ -1,0 +1,248 @@
+"""AdminService and AuthService handlers: the catalog, dead letters, status, observation,
+access keys, cron schedules (``handlers.py`` says what a handler may do).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+
+import msgspec
+
+from mqlite import errors
+from mqlite import wire as w
+from mqlite.engine import scopes
+from mqlite.engine.dlq import PACE_INTERVAL_MS, Walk, chunk_plan
+from mqlite.server.auth import in_scope
+from mqlite.server.context import Context
+from mqlite.server.queue_handlers import _watch_disconnect
+from mqlite.version import VERSION as __version__
+
+# -- AdminService -------------------------------------------------------------------------
+
+
+async def create_queue(ctx: Context, req: w.CreateQueueRequest) -> w.EmptyResponse:
+    ctx.log["queue"] = req.name
+    await ctx.call(ctx.engine.create_queue, req.name, req.queue_config, actor=ctx.actor)
+    return w.EmptyResponse()
+
+
+async def ensure_queue(ctx: Context, req: w.EnsureQueueRequest) -> w.EnsureQueueResponse:
+    ctx.log["queue"] = req.name
+    found = await ctx.call(
+        ctx.engine.ensure_queue, req.name, req.queue_config, req.strict, actor=ctx.actor
+    )
+    return w.EnsureQueueResponse.of(found)
+
+
+async def delete_queue(ctx: Context, req: w.DeleteQueueRequest) -> w.DeleteQueueResponse:
+    ctx.log["queue"] = req.name
+    await ctx.call(ctx.engine.delete_queue, req.name, req.generation, actor=ctx.actor)
+    return w.DeleteQueueResponse()
+
+
+async def subscribe(ctx: Context, req: w.SubscribeRequest) -> w.EmptyResponse:
+    ctx.log.update(topic=req.topic, sub=req.name)
+    await ctx.call(ctx.engine.subscribe, req.topic, req.name, req.expr, actor=ctx.actor)
+    return w.EmptyResponse()
+
+
+async def unsubscribe(ctx: Context, req: w.UnsubscribeRequest) -> w.EmptyResponse:
+    ctx.log.update(topic=req.topic, sub=req.name)
+    await ctx.call(ctx.engine.unsubscribe, req.topic, req.name, actor=ctx.actor)
+    return w.EmptyResponse()
+
+
+async def list_queues(ctx: Context, _: w.EmptyRequest) -> w.ListQueuesResponse:
+    found = await ctx.call(ctx.engine.list_queues)
+    if ctx.scope:  # a scoped key sees only its own queues (auth.in_scope)
+        found = [q for q in found if in_scope(ctx.scope, q.name, ctx.engine.topic_of)]
+    return w.ListQueuesResponse.of(found)
+
+
+async def list_subscriptions(ctx: Context, _: w.EmptyRequest) -> w.ListSubscriptionsResponse:
+    subs = await ctx.call(ctx.engine.list_subscriptions)
+    if ctx.scope:  # through the topic's name or the subscription's own
+        subs = [
+            s
+            for s in subs
+            if scopes.matches(ctx.scope, s.topic) or scopes.matches(ctx.scope, s.name)
+        ]
+    return w.ListSubscriptionsResponse.of(subs)
+
+
+async def test_filter(ctx: Context, req: w.TestFilterRequest) -> w.TestFilterResponse:
+    # Pure CPU, no storage: a worker thread, so neither the loop nor the writer waits on it.
+    result = await asyncio.to_thread(
+        ctx.engine.test_filter,
+        req.expr,
+        req.message,
+        req.enqueued_at_ms or None,
+        req.visible_at_ms or None,
+    )
+    return w.TestFilterResponse.of(result)
+
+
+async def redrive(ctx: Context, req: w.RedriveRequest) -> w.RedriveResponse:
+    """Walks the engine's chunk plan (``dlq.chunk_plan``), each chunk one transaction on
+    the writer (other work runs between them); a paced redrive waits here, on the event
+    loop, never holding the writer, and stops when its client goes away (nobody would
+    learn what it moved: 499)."""
+    ctx.log["queue"] = req.queue
+    target = req.target or None
+    for name, value in (
+        ("max", req.max),
+        ("older_than_ms", req.older_than_ms),
+        ("rate_per_sec", req.rate_per_sec),
+    ):
+        if value < 0:
+            raise errors.InvalidArgument(f"{name} must not be negative")
+    moved = 0
+    walk: Walk | None = None
+    gone = asyncio.Event()
+    watcher = asyncio.ensure_future(_watch_disconnect(ctx.receive, gone))
+    try:
+        for chunk, pause in chunk_plan(req.max, req.rate_per_sec):
+            n, walk = await ctx.call(
+                ctx.engine.redrive_chunk,
+                req.queue,
+                target,
+                chunk,
+                req.older_than_ms,
+                walk,
+                req.seq_numbers,
+                actor=ctx.actor,
+            )
+            moved += n
+            ctx.log["n"] = moved
+            if n < chunk or ctx.runtime.draining:
+                break
+            if req.max > 0 and moved >= req.max:
+                break
+            if pause:
+                with contextlib.suppress(TimeoutError):
+                    await asyncio.wait_for(gone.wait(), PACE_INTERVAL_MS / 1000)
+            if gone.is_set():
+                raise errors.Canceled(f"the client went away; the redrive stopped after {moved}")
+    finally:
+        watcher.cancel()
+    return w.RedriveResponse(moved)
+
+
+async def purge(ctx: Context, req: w.PurgeRequest) -> w.PurgeResponse:
+    """Chunk by chunk, like Redrive (unpaced): other work runs between them."""
+    ctx.log["queue"] = req.queue
+    for name, value in (("max", req.max), ("older_than_ms", req.older_than_ms)):
+        if value < 0:
+            raise errors.InvalidArgument(f"{name} must not be negative")
+    purged = 0
+    walk: Walk | None = None
+    for chunk, _ in chunk_plan(req.max, 0):
+        n, walk = await ctx.call(
+            ctx.engine.purge_chunk,
+            req.queue,
+            chunk,
+            req.older_than_ms,
+            walk,
+            req.seq_numbers,
+            actor=ctx.actor,
+        )
+        purged += n
+        ctx.log["n"] = purged
+        if n < chunk or ctx.runtime.draining:
+            break
+    return w.PurgeResponse(purged)
+
+
+async def status(ctx: Context, _: w.EmptyRequest) -> w.StatusResponse:
+    snapshot = await ctx.call(ctx.engine.status)
+    return w.StatusResponse(
+        version=__version__,
+        uptime_ms=max(ctx.engine.now_ms() - ctx.started_ms, 0),
+        auth=ctx.settings.auth,
+        **snapshot,
+    )
+
+
+async def observe(ctx: Context, _: w.EmptyRequest) -> w.ObserveResponse:
+    # One conversion per round of concurrent callers (server/observations.py), in a
+    # thread: a zero-filled observation of many queues is too big to convert on the loop.
+    shared = await ctx.broker.observations.round()
+    response: w.ObserveResponse = await shared.converted(w.ObserveResponse.of)
+    return msgspec.structs.replace(response, access=ctx.access)
+
+
+# -- AuthService --------------------------------------------------------------------------
+
+
+async def create_key(ctx: Context, req: w.CreateKeyRequest) -> w.CreateKeyResponse:
+    key, token = await ctx.call(
+        ctx.engine.create_key,
+        req.id,
+        req.name,
+        list(req.permissions),
+        req.expires_at_ms,
+        list(req.queues),
+        req.rate_limit_per_s,
+        req.burst,
+        actor=ctx.actor,
+    )
+    return w.CreateKeyResponse.of(key, token)
+
+
+async def list_keys(ctx: Context, req: w.ListKeysRequest) -> w.ListKeysResponse:
+    keys, next_after = await ctx.call(
+        ctx.engine.list_keys, req.after_id, req.limit, req.sort or "id_asc"
+    )
+    return w.ListKeysResponse.of(keys, next_after)
+
+
+async def revoke_key(ctx: Context, req: w.RevokeKeyRequest) -> w.SettleResponse:
+    await ctx.call(ctx.engine.revoke_key, req.id, actor=ctx.actor)
+    return w.SettleResponse()
+
+
+# -- AdminService: cron schedules (docs/cron.md) ------------------------------------------
+
+
+async def create_schedule(ctx: Context, req: w.CreateScheduleRequest) -> w.ScheduleResponse:
+    ctx.log.update(schedule=req.name, queue=req.queue)
+    schedule = await ctx.call(
+        ctx.engine.create_schedule,
+        req.name,
+        req.cron,
+        req.queue,
+        req.out_message(),
+        req.timezone,
+        req.catch_up,
+        req.paused,
+        actor=ctx.actor,
+    )
+    return w.ScheduleResponse.of(schedule)
+
+
+async def delete_schedule(ctx: Context, req: w.DeleteScheduleRequest) -> w.DeleteScheduleResponse:
+    ctx.log["schedule"] = req.name
+    # A scoped manage key: the schedule's target queue must be in its scope, judged in the
+    # deleting transaction (the request names no queue for authorize_scope to check).
+    allow = None
+    if ctx.scope:
+        scope, topic_of = ctx.scope, ctx.engine.topic_of
+        allow = lambda queue: in_scope(scope, queue, topic_of)  # noqa: E731
+    deleted = await ctx.call(ctx.engine.delete_schedule, req.name, actor=ctx.actor, allow=allow)
+    return w.DeleteScheduleResponse(deleted)
+
+
+async def list_schedules(ctx: Context, _: w.EmptyRequest) -> w.ListSchedulesResponse:
+    return w.ListSchedulesResponse.of(await ctx.call(ctx.engine.list_schedules))
+
+
+# -- AdminService: the audit trail (docs/operations.md "Audit trail") ---------------------
+
+
+async def list_audit(ctx: Context, req: w.ListAuditRequest) -> w.ListAuditResponse:
+    entries = await asyncio.to_thread(
+        ctx.engine.list_audit, req.after_id, req.limit, req.queue, req.since_ms
+    )
+    ctx.log["n"] = len(entries)
+    return w.ListAuditResponse.of(entries)

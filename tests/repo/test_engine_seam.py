@@ -1,0 +1,92 @@
+"""The transport seam (issue 27): the server and the scheduler reach the engine through its
+parts, never its plumbing.
+
+Two guards, each proven able to fail: the import-linter contract ``engine-seam`` (a probe
+import of ``mqlite.engine.store`` planted in a temporary copy of the package breaks it),
+and a scan for ``.store`` / ``.writer`` / ``.notifier`` attribute reaches in the server and
+the scheduler (mypy catches them too where the value is typed ``Broker`` or ``Passes``;
+the scan also covers code that holds the concrete ``Engine``, such as the app's lifespan).
+"""
+
+from __future__ import annotations
+
+import ast
+import os
+import shutil
+import subprocess
+import sys
+import textwrap
+from pathlib import Path
+
+import pytest
+
+REPO = Path(__file__).resolve().parents[2]
+APP = REPO / "app" / "mqlite"
+LINT_IMPORTS = Path(sys.executable).with_name("lint-imports")
+PLUMBING = {"store", "writer", "notifier"}
+SEAM_SOURCES = [*sorted((APP / "server").rglob("*.py")), APP / "scheduling.py"]
+
+
+def lint_imports(root: Path) -> subprocess.CompletedProcess[str]:
+    """The seam contract on the package under ``root/app`` (never the installed one)."""
+    env = {**os.environ, "PYTHONPATH": str(root / "app")}
+    return subprocess.run(
+        [
+            str(LINT_IMPORTS),
+            "--no-cache",
+            "--config",
+            "pyproject.toml",
+            "--contract",
+            "engine-seam",
+        ],
+        cwd=root,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
+
+
+@pytest.fixture
+def copy(tmp_path: Path) -> Path:
+    shutil.copytree(APP, tmp_path / "app" / "mqlite", ignore=shutil.ignore_patterns("__pycache__"))
+    shutil.copy(REPO / "pyproject.toml", tmp_path / "pyproject.toml")
+    return tmp_path
+
+
+def test_the_seam_contract_holds_and_breaks_on_a_probe_import(copy: Path) -> None:
+    clean = lint_imports(copy)
+    assert clean.returncode == 0, clean.stdout + clean.stderr
+    handlers = copy / "app" / "mqlite" / "server" / "queue_handlers.py"
+    handlers.write_text(
+        handlers.read_text(encoding="utf-8") + "\nimport mqlite.engine.store  # the probe\n",
+        encoding="utf-8",
+    )
+    probed = lint_imports(copy)
+    assert probed.returncode != 0
+    assert "mqlite.server.queue_handlers -> mqlite.engine.store" in probed.stdout
+
+
+def plumbing_reaches(source: str) -> list[str]:
+    """``x.store``, ``x.writer``, ``x.notifier`` (as attributes, never bare names)."""
+    return [
+        f"line {node.lineno}: .{node.attr}"
+        for node in ast.walk(ast.parse(source))
+        if isinstance(node, ast.Attribute) and node.attr in PLUMBING
+    ]
+
+
+@pytest.mark.parametrize("path", SEAM_SOURCES, ids=lambda p: str(p.relative_to(APP)))
+def test_no_plumbing_reached_from_the_server_or_the_scheduler(path: Path) -> None:
+    assert plumbing_reaches(path.read_text(encoding="utf-8")) == []
+
+
+def test_the_scan_sees_a_reach_into_the_store() -> None:
+    planted = textwrap.dedent(
+        """
+        def lifespan(engine):
+            path = engine.store.location.path
+            engine.notifier.close()
+        """
+    )
+    assert plumbing_reaches(planted) == ["line 3: .store", "line 4: .notifier"]
