@@ -237,6 +237,8 @@ class Settings:
     db_auth_token: str = field(default="", repr=False)
     # MQLITE_DB_REPLICA: a libSQL replica for reads that tolerate staleness (remote only).
     db_replica: str = ""
+    # MQLITE_PUSH_ALLOW_NETWORKS: CIDRs push targets may reach despite the egress guard.
+    push_allow_networks: str = ""
     sync: str = defaults.DEFAULT_SYNC
     max_message_bytes: int = defaults.MAX_MESSAGE_BYTES
     addr: str = DEFAULT_ADDR
@@ -330,6 +332,7 @@ class Settings:
             )
         if replica and not _remote_url(replica):
             raise ConfigError("MQLITE_DB_REPLICA must be a libsql://, https:// or http:// URL")
+        push_allow = push_allow_networks(environ)
         level = environ.get("MQLITE_LOG_LEVEL", "INFO").strip().upper() or "INFO"
         if level not in ("DEBUG", "INFO", "WARNING", "ERROR"):
             raise ConfigError(f"MQLITE_LOG_LEVEL={level!r} is not DEBUG/INFO/WARNING/ERROR")
@@ -337,6 +340,7 @@ class Settings:
             db=db,
             db_auth_token=db_auth_token,
             db_replica=replica,
+            push_allow_networks=push_allow,
             sync=sync_from_env(environ),
             max_message_bytes=_int(
                 environ, "MQLITE_MAX_MESSAGE_BYTES", defaults.MAX_MESSAGE_BYTES, minimum=1
@@ -416,3 +420,18 @@ class Settings:
                 "MQLITE_TEST_KILL_POINT arms a test-only hook that SIGKILLs the broker: "
                 "refusing to serve (a crash drill sets MQLITE_TEST_HOOKS=on as well)"
             )
+
+
+def push_allow_networks(environ: Mapping[str, str]) -> str:
+    """``MQLITE_PUSH_ALLOW_NETWORKS`` (docs/push.md, docs/operations.md "Push egress"):
+    comma- or space-separated CIDRs, checked here so a typo stops the broker at start
+    rather than silently leaving the range closed."""
+    raw = environ.get("MQLITE_PUSH_ALLOW_NETWORKS", "").strip()
+    for part in raw.replace(",", " ").split():
+        try:
+            ipaddress.ip_network(part, strict=False)
+        except ValueError:
+            raise ConfigError(
+                f"MQLITE_PUSH_ALLOW_NETWORKS: {part!r} is not a CIDR network (e.g. 10.1.0.0/16)"
+            ) from None
+    return raw

@@ -130,3 +130,12 @@ CRON_INTERVAL_MS = 1_000  # how often the maintenance loop fires due slots
 CRON_FIRE_BATCH = 64  # due schedules per writer transaction (a producer waits <= one)
 CRON_BATCH_PAUSE_MS = 5  # between two batches of one pass (see schedules.py)
 CRON_SKIP_GRACE_MS = 60_000  # catch_up=skip: a slot found later than this was missed
+
+# Push delivery (engine/push.py, docs/push.md): per target bounds and defaults.
+PUSH_MAX_IN_FLIGHT = 8  # concurrent POSTs of one standard queue's target
+PUSH_MAX_IN_FLIGHT_LIMIT = 256
+PUSH_TIMEOUT_MS = 10_000  # one POST, connect to the last byte read
+PUSH_TIMEOUT_MIN_MS = 100
+PUSH_TIMEOUT_MAX_MS = 60_000
+PUSH_MAX_SECRET_CHARS = 256
+PUSH_MAX_RESPONSE_BYTES = 64 * 1024  # read of a receiver's answer; the rest is dropped

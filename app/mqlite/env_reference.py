@@ -26,6 +26,12 @@ VARIABLES: tuple[Variable, ...] = (
     # -- the broker (mqlite serve) -------------------------------------------------------
     Variable("MQLITE_ADDR", f":{defaults.PORT}", "listen address HOST:PORT (`--addr`)"),
     Variable(
+        "MQLITE_PUSH_ALLOW_NETWORKS",
+        "none (closed)",
+        "CIDR ranges push targets may reach although private, loopback or link-local "
+        "(comma-separated); also what allows `http://` targets ([push.md](push.md))",
+    ),
+    Variable(
         "MQLITE_DB", "file:./mq.db", "the database: `file:PATH`, `:memory:`, or a remote libSQL URL"
     ),
     Variable("MQLITE_DB_AUTH_TOKEN", "none", "the remote libSQL database's token", True),

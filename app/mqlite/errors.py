@@ -88,6 +88,12 @@ class QueueConfigDiffers(NameConflict):
     reason = "queue_config_differs"
 
 
+class PushAttached(NameConflict):
+    """the queue has a push target: the broker is its consumer, so Receive is refused."""
+
+    reason = "queue_has_push"
+
+
 class KeyConflict(MQLiteError):
     """an access key with this id or token digest is already registered."""
 
@@ -326,6 +332,7 @@ def _reason_classes() -> Mapping[str, type[MQLiteError]]:
         HeadersTooLarge,
         RequestTimeout,
         QueueConfigDiffers,
+        PushAttached,
     ):
         assert cls.reason not in table, f"duplicate reason {cls.reason}"
         assert issubclass(cls, BY_CODE[cls.code]), f"{cls.__name__} must refine its code"

@@ -12,12 +12,15 @@ from __future__ import annotations
 import logging
 from collections import Counter
 from collections.abc import Callable, Sequence
-from typing import Any, Protocol, TypeVar
+from typing import TYPE_CHECKING, Any, Protocol, TypeVar
 
 from apscheduler.executors.pool import ThreadPoolExecutor
 from apscheduler.schedulers.background import BackgroundScheduler
 
 from mqlite import defaults, errors
+
+if TYPE_CHECKING:
+    from mqlite.push import PushDispatcher
 
 log = logging.getLogger("mqlite.maintenance")
 
@@ -48,7 +51,10 @@ class Passes(Protocol):
 
 class MaintenanceScheduler:
     def __init__(
-        self, engine: Passes, on_lease_lost: Callable[[errors.DBLocked], None] | None = None
+        self,
+        engine: Passes,
+        on_lease_lost: Callable[[errors.DBLocked], None] | None = None,
+        push: PushDispatcher | None = None,
     ) -> None:
         self._engine = engine
         self._on_lease_lost = on_lease_lost
@@ -73,6 +79,9 @@ class MaintenanceScheduler:
         # What Observe reports as enabled: every task this scheduler runs (reclaim only
         # for a database file: in memory it does not apply).
         self._tasks = ["locks", "scheduled", "ttl", "dedup", "receipts", "retention"]
+        # Push delivery (docs/push.md): its own thread and event loop, beside these. Built
+        # by the caller, which holds the whole engine (this scheduler sees only its passes).
+        self.push = push
         if engine.on_file:
             self._tasks.append("reclaim")
 
@@ -121,8 +130,12 @@ class MaintenanceScheduler:
         except Exception:
             log.exception("could not create the disk reserve")
         self._scheduler.start()
+        if self.push is not None:
+            self.push.start()
 
     def stop(self) -> None:
         """Stop the loops and wait for a running pass to finish."""
+        if self.push is not None:
+            self.push.stop()
         if self._scheduler.running:
             self._scheduler.shutdown(wait=True)

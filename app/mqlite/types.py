@@ -298,3 +298,31 @@ class Schedule:
     status: str = "active"
     created_at_ms: int = 0
     updated_at_ms: int = 0
+
+
+@dataclass(frozen=True, slots=True)
+class PushTarget:
+    """A queue's push target (docs/push.md): the broker POSTs each message to ``url``.
+
+    ``status``: ``active``, ``paused`` (kept, nothing delivered), or ``failing`` (the last
+    attempt did not succeed). ``last_status`` is the last HTTP status (0: none, or no
+    answer); ``delivered``/``failed`` count attempts since the broker started.
+    ``secret`` is set only in CreatePush's answer when the broker generated it (shown
+    once); every other answer leaves it empty. Times are epoch ms, 0 = never.
+    """
+
+    queue: str
+    url: str
+    max_in_flight: int = 8
+    timeout_ms: int = 10_000
+    paused: bool = False
+    status: str = "active"
+    last_status: int = 0
+    last_error: str = ""
+    last_attempt_at_ms: int = 0
+    next_attempt_at_ms: int = 0
+    delivered: int = 0
+    failed: int = 0
+    created_at_ms: int = 0
+    updated_at_ms: int = 0
+    secret: str = ""

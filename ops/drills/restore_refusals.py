@@ -136,8 +136,9 @@ def run(report: drillkit.Report, snap: Path, work: Path, cli: Cli) -> None:
 
 
 # The tables schema 5 did not have, created since by the schema pass (no migration step
-# names them): bodies (token 6), schedules (token 7).
-TABLES_SINCE_5 = ("bodies", "schedules", "audit_log")
+# names them): bodies (token 6), schedules (token 7), audit_log (token 10), push_targets
+# (token 11).
+TABLES_SINCE_5 = ("bodies", "schedules", "audit_log", "push_targets")
 
 
 def downgrade_to_5() -> list[str]:

@@ -187,3 +187,13 @@ def test_monitor_tokens_from_a_credential_must_differ_from_admin(tmp_path: Path)
     (tmp_path / "mqlite-monitor-tokens").write_text("mqk_same\n")
     with pytest.raises(ConfigError, match="MQLITE_MONITOR_TOKENS must be distinct"):
         Settings.from_env({"CREDENTIALS_DIRECTORY": str(tmp_path)})
+
+
+def test_push_allow_networks_is_checked_at_start_and_closed_by_default() -> None:
+    """MQLITE_PUSH_ALLOW_NETWORKS (docs/push.md): a typo stops the broker rather than
+    leaving the range silently closed; unset, nothing is opened."""
+    assert Settings.from_env({}).push_allow_networks == ""
+    s = Settings.from_env({"MQLITE_PUSH_ALLOW_NETWORKS": " 10.1.0.0/16, fd00::/8 "})
+    assert s.push_allow_networks == "10.1.0.0/16, fd00::/8"
+    with pytest.raises(ConfigError, match=r"MQLITE_PUSH_ALLOW_NETWORKS.*'10\.0\.0\.0/33'"):
+        Settings.from_env({"MQLITE_PUSH_ALLOW_NETWORKS": "127.0.0.0/8,10.0.0.0/33"})

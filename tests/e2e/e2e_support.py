@@ -306,6 +306,7 @@ REASONS = {
     "headers_too_large": "invalid_argument",
     "request_timeout": "canceled",
     "queue_config_differs": "name_conflict",
+    "queue_has_push": "name_conflict",
 }
 
 

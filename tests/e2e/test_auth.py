@@ -78,6 +78,10 @@ def body_for(route: str, q: str) -> dict[str, Any]:
         "DeleteSchedule": {"name": unique("absent-sched")},
         "ListSchedules": {},
         "ListAudit": {"queue": q, "limit": 1},
+        # Paused, to a documentation address: nothing is ever POSTed.
+        "CreatePush": {"queue": q, "url": "https://203.0.114.1/h", "paused": True},
+        "DeletePush": {"queue": unique("absent-push")},
+        "ListPushes": {},
         "DeleteQueue": {"name": unique("absent"), "generation": "g"},
         "Subscribe": {"topic": unique("t"), "name": unique("s")},
         "Unsubscribe": {"topic": unique("t"), "name": unique("s")},

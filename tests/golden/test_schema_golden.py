@@ -19,6 +19,7 @@ SCHEMA_V6 = Path(__file__).with_name("schema_v6.sql")
 SCHEMA_V7 = Path(__file__).with_name("schema_v7.sql")
 SCHEMA_V8 = Path(__file__).with_name("schema_v8.sql")
 SCHEMA_V9 = Path(__file__).with_name("schema_v9.sql")
+SCHEMA_V10 = Path(__file__).with_name("schema_v10.sql")
 
 # Changing schema.sql means changing this hash; an incompatible change also needs a new
 # SCHEMA_VERSION token and a step in engine/migrations.py from the previous one.
@@ -29,6 +30,7 @@ PINNED = {
     "8": "a1e2d016faa4de4574dc4f831b8016b022c25927fe40df4c905354a4d713679a",
     "9": "ef6252cf1f8715a3cd3a6ff302544266232294abe2a3b38f9fdfb2b0e6a68612",
     "10": "c873550441948746f7fa5cea11bd37bf75645cb4522d6d2d93929e00bdbd902b",
+    "11": "f5e5c090d74286b2803a80c4125a80b1328cc292ef3d2b82589ea0340cbef4fe",
 }
 
 
@@ -45,7 +47,7 @@ def built_schema(conn: sqlite3.Connection) -> str:
 
 def test_schema_sql_hash_is_pinned_to_the_version_token() -> None:
     digest = hashlib.sha256(store.schema_sql().encode("utf-8")).hexdigest()
-    assert store.SCHEMA_VERSION == "10"
+    assert store.SCHEMA_VERSION == "11"
     assert digest == PINNED[store.SCHEMA_VERSION]
     v5 = hashlib.sha256(SCHEMA_V5.read_bytes()).hexdigest()
     assert v5 == PINNED["5"]  # the fixture IS that schema, byte for byte
@@ -53,6 +55,7 @@ def test_schema_sql_hash_is_pinned_to_the_version_token() -> None:
     assert hashlib.sha256(SCHEMA_V7.read_bytes()).hexdigest() == PINNED["7"]
     assert hashlib.sha256(SCHEMA_V8.read_bytes()).hexdigest() == PINNED["8"]
     assert hashlib.sha256(SCHEMA_V9.read_bytes()).hexdigest() == PINNED["9"]
+    assert hashlib.sha256(SCHEMA_V10.read_bytes()).hexdigest() == PINNED["10"]
 
 
 def test_sqlite_master_after_open_equals_the_golden_dump(tmp_path: Path) -> None:
@@ -63,7 +66,7 @@ def test_sqlite_master_after_open_equals_the_golden_dump(tmp_path: Path) -> None
         s.close()
 
 
-def test_schema_has_the_ten_strict_tables(tmp_path: Path) -> None:
+def test_schema_has_the_eleven_strict_tables(tmp_path: Path) -> None:
     s = store.Store(":memory:")
     try:
         tables = {
@@ -85,6 +88,7 @@ def test_schema_has_the_ten_strict_tables(tmp_path: Path) -> None:
             "bodies",
             "schedules",
             "audit_log",
+            "push_targets",
         }
         assert all(sql.rstrip().endswith("STRICT") for sql in tables.values())
     finally:
@@ -339,5 +343,41 @@ def test_a_v9_database_migrates_to_10_with_an_empty_audit_trail(tmp_path: Path) 
         assert [(e.action, e.queue, e.actor) for e in engine.list_audit()] == [
             ("DeleteQueue", "kept", "embedded")
         ]
+    finally:
+        engine.close()
+
+
+def test_a_v10_database_migrates_to_11_with_no_push_targets(tmp_path: Path) -> None:
+    """10 -> 11 only creates the push_targets table (issue 34): an old queue keeps its
+    messages and stays an ordinary pull queue (Receive works, no push is listed)."""
+    from mqlite.engine import Engine
+
+    old = tmp_path / "v10.db"
+    conn = sqlite3.connect(old)
+    sql = "\n".join(
+        ln for ln in SCHEMA_V10.read_text().splitlines() if not ln.lstrip().startswith("--")
+    )
+    for stmt in (s.strip() for s in sql.split(";")):
+        if stmt:
+            conn.execute(stmt)
+    conn.execute("INSERT INTO meta VALUES ('schema_version', '10')")
+    conn.execute("INSERT INTO queues (name, created_at, updated_at) VALUES ('q', 1, 1)")
+    conn.execute(
+        "INSERT INTO messages (queue, state, enqueued_at, body) "
+        "VALUES ('q', 'active', 1, x'6f6c64')"
+    )
+    conn.commit()
+    conn.close()
+    migrated = store.Store(f"file:{old}")
+    try:
+        assert migrated.migrated_from == "10"
+        assert built_schema(migrated.conn) == GOLDEN.read_text(encoding="utf-8")
+    finally:
+        migrated.close()
+    engine = Engine(f"file:{old}")
+    try:
+        assert engine.list_pushes() == []
+        (m,) = engine.receive("q")
+        assert m.body == b"old"
     finally:
         engine.close()

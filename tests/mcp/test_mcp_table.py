@@ -81,6 +81,7 @@ def test_the_hints_are_the_ones_agents_rely_on() -> None:
         "list_keys",
         "list_schedules",
         "list_audit",
+        "list_pushes",
     }
     assert destructive == {
         "delete_queue",
@@ -89,6 +90,7 @@ def test_the_hints_are_the_ones_agents_rely_on() -> None:
         "cancel",
         "revoke_key",
         "delete_schedule",
+        "delete_push",
     }
     assert not BY_NAME["receive"].idempotent and not BY_NAME["send"].idempotent
     assert BY_NAME["complete"].idempotent and BY_NAME["create_queue"].idempotent
@@ -131,6 +133,9 @@ def test_the_issue_s_tool_set() -> None:
         "list_schedules",
         "delete_schedule",
         "list_audit",
+        "create_push",
+        "list_pushes",
+        "delete_push",
     ]
 
 

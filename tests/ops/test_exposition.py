@@ -62,6 +62,9 @@ def exposition(tmp_path: Path, *, fail_collection: bool = False) -> str:
         engine.complete("orders", done.seq_number, done.lock_token)
         engine.reject("orders", bad.seq_number, bad.lock_token)
         engine.run_maintenance_once()
+        # The push loop's record of two attempts (docs/push.md): one failed, one delivered.
+        engine.record_push("orders", outcome="retry", status=503, error="push: HTTP 503")
+        engine.record_push("orders", outcome="delivered", status=204, seconds=0.02)
         http = HttpMeasurements(r.name for r in wire.ROUTES)
         http.route("QueueService/Send").finished("ok", 0.002)
         if fail_collection:

@@ -23,7 +23,10 @@ ENV_NAMES = {"environ", "getenv", "putenv", "unsetenv", "environb", "getenvb"}
 
 # Tiers whose tests drive real processes (brokers, containers, sqld, litestream, browsers):
 # they have no hook to signal through, so they may poll. bench measures time itself.
-SLEEP_DIRS = ("bench", "e2e", "appliance", "ops", "replication", "drills", "browser")
+# push: a real HTTP receiver on sockets whose delays ARE the input (deadlines, slow,
+# silent and trickling endpoints) against the broker's own network loop, which has no
+# hook to signal through; test_push_serve.py drives a real broker process.
+SLEEP_DIRS = ("bench", "e2e", "appliance", "ops", "replication", "drills", "browser", "push")
 # (file, enclosing function) -> why it may wait on time. Each is a real process, or time
 # itself is what the test is about; a new entry needs a reason a reviewer accepts.
 SLEEP_ALLOWED = {

@@ -64,7 +64,14 @@ def test_receive_views() -> None:
 
 def test_only_fieldless_requests_accept_an_empty_body() -> None:
     optional = {r.method for r in wire.ROUTES if r.body_optional}
-    assert optional == {"ListQueues", "ListSubscriptions", "Status", "Observe", "ListSchedules"}
+    assert optional == {
+        "ListQueues",
+        "ListSubscriptions",
+        "Status",
+        "Observe",
+        "ListSchedules",
+        "ListPushes",
+    }
 
 
 def test_every_route_constant_is_exported() -> None:

@@ -278,6 +278,25 @@ REQUEST_CASES: list[Case] = [
         wire.ListAuditRequest(after_id=41, limit=1000, queue="orders", since_ms=5),
         {"after_id": 41, "limit": 1000, "queue": "orders", "since_ms": 5},
     ),
+    (
+        wire.CREATE_PUSH,
+        wire.CreatePushRequest("orders", "https://hooks.example.com/o", "whsec_x", 64, 2000, True),
+        {
+            "queue": "orders",
+            "url": "https://hooks.example.com/o",
+            "secret": "whsec_x",
+            "max_in_flight": 64,
+            "timeout_ms": 2000,
+            "paused": True,
+        },
+    ),
+    (
+        wire.CREATE_PUSH,
+        wire.CreatePushRequest("q", "https://h.example/"),
+        {"queue": "q", "url": "https://h.example/"},
+    ),
+    (wire.DELETE_PUSH, wire.DeletePushRequest("orders"), {"queue": "orders"}),
+    (wire.LIST_PUSHES, wire.EmptyRequest(), {}),
 ]
 
 

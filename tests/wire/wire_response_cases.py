@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from dataclasses import replace
+
 from wire_cases import KEY_ID, Case
 
 from mqlite import wire
@@ -12,6 +14,7 @@ from mqlite.types import (
     FilterTestResult,
     Message,
     OutMessage,
+    PushTarget,
     QueueConfig,
     QueueEnsured,
     QueueInfo,
@@ -100,6 +103,26 @@ SCHEDULE = Schedule(
     5,
     6,
 )
+PUSH = PushTarget(
+    "orders", "https://hooks.example.com/o", 64, 2000, False, "failing", 503, "HTTP 503 (fixture)",
+    7, 8, 5, 2, 1, 3, "whsec_c2VjcmV0LXNlY3JldC1zZWNyZXQ=",
+)  # fmt: skip
+PUSH_JSON = {
+    "queue": "orders",
+    "url": "https://hooks.example.com/o",
+    "max_in_flight": 64,
+    "timeout_ms": 2000,
+    "paused": False,
+    "status": "failing",
+    "last_status": 503,
+    "last_error": "HTTP 503 (fixture)",
+    "last_attempt_at_ms": 7,
+    "next_attempt_at_ms": 8,
+    "delivered": 5,
+    "failed": 2,
+    "created_at_ms": 1,
+    "updated_at_ms": 3,
+}
 PAUSED_SCHEDULE = Schedule("n", "@daily", "q", OutMessage(), catch_up="skip", paused=True,
                            status="paused")  # fmt: skip
 
@@ -299,6 +322,7 @@ RESPONSE_CASES: list[Case] = [
             },
             "replication": {"state": "disabled", "last_sync_at_ms": None, "lag_seconds": None},
             "schedules": {"state": "available", "overdue": 0, "schedules": []},
+            "pushes": {"deliveries": [], "durations": []},
         },
     ),
     (
@@ -435,4 +459,16 @@ RESPONSE_CASES: list[Case] = [
         },
     ),
     (wire.LIST_AUDIT, wire.ListAuditResponse.of([]), {"entries": []}),
+    (
+        wire.CREATE_PUSH,
+        wire.PushResponse.of(PUSH),
+        {"push": {**PUSH_JSON, "secret": "whsec_c2VjcmV0LXNlY3JldC1zZWNyZXQ="}},
+    ),
+    (wire.DELETE_PUSH, wire.DeletePushResponse(True), {"deleted": True}),
+    (
+        wire.LIST_PUSHES,
+        wire.ListPushesResponse.of([replace(PUSH, secret="")]),
+        {"pushes": [{**PUSH_JSON, "secret": ""}]},
+    ),
+    (wire.LIST_PUSHES, wire.ListPushesResponse.of([]), {"pushes": []}),
 ]

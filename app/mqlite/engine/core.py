@@ -18,12 +18,14 @@ from mqlite.clock import SYSTEM_CLOCK, Clock
 from mqlite.engine import queues, topics
 from mqlite.engine.catalog import Catalog
 from mqlite.engine.disk import DiskGuard, DiskLimits
+from mqlite.engine.egress import Egress, parse_networks
 from mqlite.engine.key_cache import KeyCache
 from mqlite.engine.maintenance import DLQBounds, recover_locks_by_queue
 from mqlite.engine.maintenance_runs import MaintenanceRuns
 from mqlite.engine.measure import MessageEffects, StorageOps
 from mqlite.engine.measured_store import MeasuredStore
 from mqlite.engine.notify import Notifier, Waiter
+from mqlite.engine.push_registry import PushRegistry
 from mqlite.engine.read_replica import ReplicaReads
 from mqlite.engine.schedule_measures import ScheduleMeasures
 from mqlite.engine.storage_errors import translate
@@ -83,6 +85,7 @@ class EngineCore:
         auth_token: str = "",
         checkpoint: str = "TRUNCATE",
         replica: str = "",
+        push_allow_networks: str = "",
     ) -> None:
         if max_message_bytes <= 0:
             raise errors.InvalidArgument("max_message_bytes must be positive")
@@ -97,6 +100,8 @@ class EngineCore:
         self.storage_ops = StorageOps(self.clock.now_ms, lambda: self.clock.monotonic_ms() / 1000)
         self.maintenance_runs = MaintenanceRuns(self.clock.now_ms)
         self.schedule_measures = ScheduleMeasures()  # cron firings (schedules.py)
+        # Push targets in memory (push.py) and the egress guard they are checked by.
+        self.pushes = PushRegistry(Egress(parse_networks(push_allow_networks)))
         location = parse_dsn(dsn)
         path = location.path
         self.replica: ReplicaReads | None = None
@@ -133,6 +138,7 @@ class EngineCore:
                     topics.load_routes(conn, queues.load_queues(conn), self.filter_failures),
                 )
                 self.keys.load(conn)
+                self.pushes.load(conn)
         except sqlite3.Error as exc:
             self.store.close()
             raise translate(exc) from exc
@@ -153,6 +159,7 @@ class EngineCore:
             conn, topics.load_routes(conn, queues.load_queues(conn), self.filter_failures)
         )
         self.keys.reload(conn)
+        self.pushes.load(conn)
         notifier = self.notifier
         names = set(self.catalog.queues())
         self.store.after_commit(lambda: notifier.notify_all(names))

@@ -21,6 +21,7 @@ from mqlite.engine.keys import AccessKeys
 from mqlite.engine.maintenance_ops import Maintenance
 from mqlite.engine.messaging import Messaging
 from mqlite.engine.observe import Observer
+from mqlite.engine.push import Pushes
 from mqlite.engine.queue_ops import Queues
 from mqlite.engine.schedules import Schedules
 
@@ -60,6 +61,7 @@ class Engine(EngineCore):
     access_keys: AccessKeys
     observer: Observer
     audit: Audit
+    push_ops: Pushes
 
     def _compose(self) -> None:
         self.queues = Queues(self)
@@ -70,6 +72,7 @@ class Engine(EngineCore):
         self.maintenance = Maintenance(self, self.schedules, self.audit)
         self.access_keys = AccessKeys(self)
         self.observer = Observer(self)
+        self.push_ops = Pushes(self)
         for name, verb in vars(Engine).items():
             if isinstance(verb, _Verb):
                 setattr(self, name, verb.__get__(self, Engine))
@@ -143,3 +146,10 @@ class Engine(EngineCore):
     # -- the audit trail (audit_ops.py) ---------------------------------------------------
     list_audit = _Verb("audit", Audit.list_audit)
     prune_audit = _Verb("audit", Audit.prune_audit)
+
+    # -- push targets (push.py; delivered by mqlite.push) ---------------------------------
+    create_push = _Verb("push_ops", Pushes.create_push)
+    list_pushes = _Verb("push_ops", Pushes.list_pushes)
+    delete_push = _Verb("push_ops", Pushes.delete_push)
+    push_targets = _Verb("push_ops", Pushes.push_targets)
+    record_push = _Verb("push_ops", Pushes.record_push)

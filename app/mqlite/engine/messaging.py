@@ -11,6 +11,7 @@ import sqlite3
 import threading
 from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
+from urllib.parse import urlsplit
 
 from mqlite import defaults, errors
 from mqlite.engine import claim, queues, retry, settle, settle_pipelined
@@ -89,6 +90,12 @@ class Messaging(Sending):
         if attempt_id is not None:
             check_token("attempt_id", attempt_id)
         q = self._queue(queue)
+        if q.name in self.pushes.targets:  # one dict lookup: the push loop is the consumer
+            host = urlsplit(self.pushes.targets[q.name].url).hostname
+            raise errors.PushAttached(
+                f"queue {q.name!r} has a push target (to {host}; ListPushes shows it): the "
+                "broker delivers its messages; DeletePush to receive them again"
+            )
         n = clamp(max_messages, 1, defaults.MAX_RECEIVE_MESSAGES)
         return q.name, n, clamp(wait_ms, 0, defaults.MAX_WAIT_MS), delete
 

@@ -9,7 +9,8 @@ their inline bodies; new large ones go to ``bodies``. Going from 6 to 7 only add
 pass; 7 -> 8 adds the queue retry policy and the message's last error, columns only;
 8 -> 9 adds the access keys' queue scopes and rate limits, columns only (existing keys stay
 unscoped and use the broker default rate); 9 -> 10 adds the ``audit_log`` table (the audit
-trail), again by the schema pass. Every step is additive, so a failure rolls back
+trail), again by the schema pass; 10 -> 11 only adds the ``push_targets`` table (push
+delivery), by the schema pass. Every step is additive, so a failure rolls back
 to the untouched old database.
 """
 
@@ -48,6 +49,7 @@ STEPS: dict[str, tuple[str, tuple[str, ...]]] = {
         ),
     ),
     "9": ("10", ()),  # the audit_log table and its indexes: created by the schema pass
+    "10": ("11", ()),  # push targets (issue 34): the push_targets table, by the schema pass
 }
 
 SET_VERSION_SQL = "UPDATE meta SET value = ? WHERE key = 'schema_version'"

@@ -210,6 +210,34 @@ NO_SCHEDULES = Schedules("available", 0, ())
 
 
 @dataclass(frozen=True, slots=True)
+class PushDelivery:
+    """Push attempts of one target (docs/push.md) ended with one outcome since start:
+    ``delivered`` (2xx), ``retry`` (abandoned for the retry policy), ``rejected``
+    (dead-lettered as PushRejected)."""
+
+    queue: str
+    outcome: str
+    count: int
+
+
+@dataclass(frozen=True, slots=True)
+class PushDuration:
+    """How long one target's POSTs took (connect to the last byte read)."""
+
+    queue: str
+    duration: HistogramValue
+
+
+@dataclass(frozen=True, slots=True)
+class Pushes:
+    deliveries: tuple[PushDelivery, ...]
+    durations: tuple[PushDuration, ...]
+
+
+NO_PUSHES = Pushes((), ())
+
+
+@dataclass(frozen=True, slots=True)
 class Observation:
     sampled_at_ms: int
     started_at_ms: int
@@ -228,3 +256,4 @@ class Observation:
     http: Http
     replication: Replication = REPLICATION_DISABLED
     schedules: Schedules = NO_SCHEDULES
+    pushes: Pushes = NO_PUSHES

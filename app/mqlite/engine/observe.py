@@ -12,6 +12,7 @@ and the counters (which need no database) are still returned.
 from __future__ import annotations
 
 import dataclasses
+import itertools
 import os
 import sqlite3
 import threading
@@ -28,6 +29,7 @@ from mqlite.engine.core import serialized
 from mqlite.engine.maintenance_runs import TaskState
 from mqlite.engine.measure import BUCKETS, EVENTS, Histogram, OperationStats
 from mqlite.engine.part import Part
+from mqlite.engine.push_registry import DURATION_BUCKETS, PUSH_OUTCOMES, PushMeasure
 from mqlite.engine.store import SCHEMA_VERSION
 from mqlite.version import VERSION
 
@@ -163,6 +165,7 @@ class Observer(Part):
             ),
             http=o.NOT_APPLICABLE,
             schedules=self.schedule_measures.observe(self.store.reader, now),
+            pushes=push_measures(self.pushes.measures()),
         )
         return observed, rows, counts, known
 
@@ -320,3 +323,16 @@ def _task(task: str, s: TaskState) -> o.MaintenanceTask:
             for f in s.history
         ),
     )
+
+
+def push_measures(found: list[PushMeasure]) -> o.Pushes:
+    """The push loop's counters as Observe's block: every outcome of every target that
+    made an attempt since start (0 for an outcome it has not had), cumulative buckets."""
+    deliveries, durations = [], []
+    for m in found:
+        for outcome in PUSH_OUTCOMES:
+            deliveries.append(o.PushDelivery(m.queue, outcome, m.outcomes.get(outcome, 0)))
+        cumulative = tuple(itertools.accumulate(m.buckets[:-1]))
+        hist = o.HistogramValue(DURATION_BUCKETS, cumulative, sum(m.buckets), m.seconds)
+        durations.append(o.PushDuration(m.queue, hist))
+    return o.Pushes(tuple(deliveries), tuple(durations))

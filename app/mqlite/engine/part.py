@@ -47,6 +47,7 @@ class Part:
         self.store = core.store
         self.catalog = core.catalog
         self.keys = core.keys
+        self.pushes = core.pushes  # push targets in memory (push.py)
         self.filter_failures = core.filter_failures
         self.writer = core.writer
 

@@ -209,3 +209,17 @@ CREATE TABLE IF NOT EXISTS audit_log (
 -- ListAudit by queue, and retention by age (the oldest rows first, whatever their ids).
 CREATE INDEX IF NOT EXISTS idx_audit_queue ON audit_log(queue, id);
 CREATE INDEX IF NOT EXISTS idx_audit_at ON audit_log(at);
+
+-- Push targets (engine/push.py, docs/push.md): at most one webhook per queue; the broker
+-- is then the queue's consumer. The secret is stored to sign deliveries and never read
+-- back by a verb. Added by migration 10 -> 11.
+CREATE TABLE IF NOT EXISTS push_targets (
+    queue          TEXT PRIMARY KEY,
+    url            TEXT NOT NULL,
+    secret         TEXT NOT NULL,
+    max_in_flight  INTEGER NOT NULL DEFAULT 8,
+    timeout_ms     INTEGER NOT NULL DEFAULT 10000,
+    paused         INTEGER NOT NULL DEFAULT 0,
+    created_at     INTEGER NOT NULL,
+    updated_at     INTEGER NOT NULL
+) STRICT;

@@ -40,7 +40,7 @@ from mqlite.engine.remote import (
 
 log = logging.getLogger("mqlite.engine")
 
-SCHEMA_VERSION = "10"
+SCHEMA_VERSION = "11"
 MIN_SQLITE = (3, 37, 0)
 
 # Columns an access_keys table must have for this binary to accept a database that has one.

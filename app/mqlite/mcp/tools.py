@@ -379,6 +379,33 @@ TOOLS: tuple[Tool, ...] = (
         "DeleteSchedule) and when, with the HTTP `request_id`. Oldest first: pass the last "
         "entry's `id` as `after_id` for the next page; `queue` and `since_ms` narrow it.",
     ),
+    Tool(
+        "create_push",
+        wire.CREATE_PUSH,
+        W,
+        "Bind (or update, by `queue`) a push target: the broker POSTs each message of the "
+        "queue to `url` (https; internal addresses are refused unless the operator "
+        "allow-listed them), signed with Standard Webhooks headers, retried by the queue's "
+        "retry policy, dead-lettered as PushRejected on a 4xx. Afterwards the queue cannot "
+        "be received from. A new target without `secret` gets one generated, shown once in "
+        "the answer: hand it to whoever verifies the signatures. `paused` true stops "
+        "delivery and keeps the target (the secret is kept on updates).",
+    ),
+    Tool(
+        "list_pushes",
+        wire.LIST_PUSHES,
+        R,
+        "List every push target with its url, `status` (active, paused, or failing: its "
+        "last attempt failed), last HTTP status and error, delivered and failed counts "
+        "since the broker started, and when a failed message is due again. Never a secret.",
+    ),
+    Tool(
+        "delete_push",
+        wire.DELETE_PUSH,
+        D,
+        "Destructive: unbind a queue's push target; the broker stops POSTing its messages "
+        "and the queue can be received from again. `deleted` is false when there was none.",
+    ),
 )
 
 NOT_TOOLS: Mapping[str, str] = MappingProxyType(

@@ -16,6 +16,7 @@ from mqlite.types import (
     FilterTestResult,
     Message,
     OutMessage,
+    PushTarget,
     QueueConfig,
     QueueEnsured,
     QueueInfo,
@@ -232,6 +233,31 @@ class AsyncMethods(AsyncDriver):
         ``since_ms`` (epoch ms), of ``queue`` only when given; ``limit`` 1..1000 (0 = 100).
         Page on with the last entry's id; an empty page is the end (for now)."""
         return await self._run(calls.list_audit(after_id, limit, queue, since_ms))
+
+    async def create_push(
+        self,
+        queue: str,
+        url: str,
+        secret: str = "",
+        max_in_flight: int = 8,
+        timeout_ms: int = 10000,
+        paused: bool = False,
+    ) -> PushTarget:
+        """Bind (upsert) ``queue``'s push target: the broker POSTs each message to ``url``,
+        signed (Standard Webhooks). ``secret`` empty: a new target gets a generated one,
+        returned in the answer's ``secret`` this once; an existing target keeps its own.
+        ``paused`` keeps the target and delivers nothing."""
+        return await self._run(
+            calls.create_push(queue, url, secret, max_in_flight, timeout_ms, paused)
+        )
+
+    async def delete_push(self, queue: str) -> bool:
+        """Unbind ``queue``'s push target; False when there was none (idempotent)."""
+        return await self._run(calls.delete_push(queue))
+
+    async def list_pushes(self) -> list[PushTarget]:
+        """Every push target by queue, with its status, last error and counters (no secret)."""
+        return await self._run(calls.list_pushes())
 
     async def create_key(
         self,

@@ -15,6 +15,7 @@ from mqlite.types import (
     AuditEntry,
     FilterTestResult,
     OutMessage,
+    PushTarget,
     QueueConfig,
     QueueEnsured,
     QueueInfo,
@@ -227,4 +228,39 @@ def list_audit(
     Page on with the last entry's id; an empty page is the end (for now)."""
     req = wire.ListAuditRequest(after_id, limit, queue, since_ms)
     r = yield from rpc(wire.LIST_AUDIT, req)
+    return r.values()
+
+
+# -- push targets (docs/push.md) --------------------------------------------------------
+
+
+@verb(wire.CREATE_PUSH, SAFE)
+def create_push(
+    queue: str,
+    url: str,
+    secret: str = "",
+    max_in_flight: int = 8,
+    timeout_ms: int = 10_000,
+    paused: bool = False,
+) -> Steps[PushTarget]:
+    """Bind (upsert) ``queue``'s push target: the broker POSTs each message to ``url``,
+    signed (Standard Webhooks). ``secret`` empty: a new target gets a generated one,
+    returned in the answer's ``secret`` this once; an existing target keeps its own.
+    ``paused`` keeps the target and delivers nothing."""
+    req = wire.CreatePushRequest(queue, url, secret, max_in_flight, timeout_ms, paused)
+    r = yield from rpc(wire.CREATE_PUSH, req)
+    return r.push.value()
+
+
+@verb(wire.DELETE_PUSH, SAFE)
+def delete_push(queue: str) -> Steps[bool]:
+    """Unbind ``queue``'s push target; False when there was none (idempotent)."""
+    r = yield from rpc(wire.DELETE_PUSH, wire.DeletePushRequest(queue))
+    return r.deleted
+
+
+@verb(wire.LIST_PUSHES, SAFE)
+def list_pushes() -> Steps[list[PushTarget]]:
+    """Every push target by queue, with its status, last error and counters (no secret)."""
+    r = yield from rpc(wire.LIST_PUSHES, wire.EmptyRequest())
     return r.values()

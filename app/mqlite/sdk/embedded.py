@@ -17,6 +17,7 @@ from typing import TYPE_CHECKING
 from mqlite import defaults
 from mqlite.clock import Clock
 from mqlite.config import process_environ, sync_from_env
+from mqlite.config import push_allow_networks as config_push_allow_networks
 from mqlite.engine import SCHEMA_VERSION, DiskLimits, DLQBounds, Engine, EngineTx
 from mqlite.engine import backup as snapshots
 from mqlite.engine.backup import DatabaseFacts, Progress, Snapshot
@@ -78,6 +79,7 @@ class EmbeddedClient(EmbeddedMethods):
         disk_reserve_bytes: int = defaults.DISK_RESERVE_BYTES,
         auth_token: str = "",
         replica: str = "",
+        push_allow_networks: str | None = None,
     ) -> None:
         if sync is None:
             sync = sync_from_env(process_environ())
@@ -90,6 +92,11 @@ class EmbeddedClient(EmbeddedMethods):
             disk=DiskLimits(disk_floor_bytes, disk_reserve_bytes),
             auth_token=auth_token,
             replica=replica,
+            push_allow_networks=(
+                push_allow_networks
+                if push_allow_networks is not None
+                else config_push_allow_networks(process_environ())
+            ),
         )
         self._started_ms = self._engine.now_ms()
         if catch_up:
@@ -100,7 +107,11 @@ class EmbeddedClient(EmbeddedMethods):
                 raise
         self._scheduler: MaintenanceScheduler | None = None
         if background:
-            self._scheduler = MaintenanceScheduler(self._engine.maintenance)
+            from mqlite.push import PushDispatcher  # httpx only with the loops
+
+            self._scheduler = MaintenanceScheduler(
+                self._engine.maintenance, push=PushDispatcher(self._engine)
+            )
             self._scheduler.start()
 
     def __repr__(self) -> str:
@@ -193,6 +204,7 @@ def open_embedded(
     disk_reserve_bytes: int = defaults.DISK_RESERVE_BYTES,
     auth_token: str = "",
     replica: str = "",
+    push_allow_networks: str | None = None,
 ) -> EmbeddedClient:
     """Open (creating if needed) a broker database in this process.
 
@@ -210,6 +222,8 @@ def open_embedded(
     of a remote libSQL DSN (``libsql://``, ``https://``, ``http://``); never logged.
     ``replica``: the URL of a libSQL replica of that remote database: Peek, Stats, Observe
     and ListQueues read there (stale by milliseconds), everything else on the primary.
+    ``push_allow_networks``: CIDRs push targets may reach although private or loopback
+    (default ``MQLITE_PUSH_ALLOW_NETWORKS``, else none: docs/push.md).
     """
     return EmbeddedClient(
         dsn,
@@ -225,6 +239,7 @@ def open_embedded(
         disk_reserve_bytes=disk_reserve_bytes,
         auth_token=auth_token,
         replica=replica,
+        push_allow_networks=push_allow_networks,
     )
 
 

@@ -14,6 +14,7 @@ from mqlite.types import (
     FilterTestResult,
     Message,
     OutMessage,
+    PushTarget,
     QueueConfig,
     QueueEnsured,
     QueueInfo,
@@ -131,6 +132,20 @@ class EngineVerbs(Protocol):
     def list_audit(
         self, after_id: int = 0, limit: int = 100, queue: str = "", since_ms: int = 0
     ) -> list[AuditEntry]: ...
+
+    def create_push(
+        self,
+        queue: str,
+        url: str,
+        secret: str = "",
+        max_in_flight: int = 8,
+        timeout_ms: int = 10000,
+        paused: bool = False,
+    ) -> PushTarget: ...
+
+    def delete_push(self, queue: str) -> bool: ...
+
+    def list_pushes(self) -> list[PushTarget]: ...
 
     def create_key(
         self,
@@ -341,6 +356,29 @@ class EmbeddedMethods:
         ``since_ms`` (epoch ms), of ``queue`` only when given; ``limit`` 1..1000 (0 = 100).
         Page on with the last entry's id; an empty page is the end (for now)."""
         return self._engine.list_audit(after_id, limit, queue, since_ms)
+
+    def create_push(
+        self,
+        queue: str,
+        url: str,
+        secret: str = "",
+        max_in_flight: int = 8,
+        timeout_ms: int = 10000,
+        paused: bool = False,
+    ) -> PushTarget:
+        """Bind (upsert) ``queue``'s push target: the broker POSTs each message to ``url``,
+        signed (Standard Webhooks). ``secret`` empty: a new target gets a generated one,
+        returned in the answer's ``secret`` this once; an existing target keeps its own.
+        ``paused`` keeps the target and delivers nothing."""
+        return self._engine.create_push(queue, url, secret, max_in_flight, timeout_ms, paused)
+
+    def delete_push(self, queue: str) -> bool:
+        """Unbind ``queue``'s push target; False when there was none (idempotent)."""
+        return self._engine.delete_push(queue)
+
+    def list_pushes(self) -> list[PushTarget]:
+        """Every push target by queue, with its status, last error and counters (no secret)."""
+        return self._engine.list_pushes()
 
     def create_key(
         self,

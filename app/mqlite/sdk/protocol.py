@@ -27,6 +27,7 @@ from mqlite.types import (
     FilterTestResult,
     Message,
     OutMessage,
+    PushTarget,
     QueueConfig,
     QueueEnsured,
     QueueInfo,
@@ -204,6 +205,26 @@ class Client(Protocol):
         """One page of the audit trail in id order: entries after ``after_id``, at or after
         ``since_ms`` (epoch ms), of ``queue`` only when given; ``limit`` 1..1000 (0 = 100).
         Page on with the last entry's id; an empty page is the end (for now)."""
+
+    def create_push(
+        self,
+        queue: str,
+        url: str,
+        secret: str = "",
+        max_in_flight: int = 8,
+        timeout_ms: int = 10000,
+        paused: bool = False,
+    ) -> PushTarget:
+        """Bind (upsert) ``queue``'s push target: the broker POSTs each message to ``url``,
+        signed (Standard Webhooks). ``secret`` empty: a new target gets a generated one,
+        returned in the answer's ``secret`` this once; an existing target keeps its own.
+        ``paused`` keeps the target and delivers nothing."""
+
+    def delete_push(self, queue: str) -> bool:
+        """Unbind ``queue``'s push target; False when there was none (idempotent)."""
+
+    def list_pushes(self) -> list[PushTarget]:
+        """Every push target by queue, with its status, last error and counters (no secret)."""
 
     def create_key(
         self,

@@ -246,3 +246,33 @@ async def list_audit(ctx: Context, req: w.ListAuditRequest) -> w.ListAuditRespon
     )
     ctx.log["n"] = len(entries)
     return w.ListAuditResponse.of(entries)
+
+
+# -- AdminService: push targets (docs/push.md) --------------------------------------------
+
+
+async def create_push(ctx: Context, req: w.CreatePushRequest) -> w.PushResponse:
+    ctx.log["queue"] = req.queue  # never the secret, nor the url (it may carry a token)
+    # On a worker thread, not the writer: the egress check resolves the url's host (DNS
+    # can take seconds); only the upsert itself then goes to the writer.
+    push = await asyncio.to_thread(
+        ctx.engine.create_push,
+        req.queue,
+        req.url,
+        req.secret,
+        req.max_in_flight,
+        req.timeout_ms,
+        req.paused,
+        actor=ctx.actor,
+    )
+    return w.PushResponse.of(push)
+
+
+async def delete_push(ctx: Context, req: w.DeletePushRequest) -> w.DeletePushResponse:
+    ctx.log["queue"] = req.queue
+    deleted = await ctx.call(ctx.engine.delete_push, req.queue, actor=ctx.actor)
+    return w.DeletePushResponse(deleted)
+
+
+async def list_pushes(ctx: Context, _: w.EmptyRequest) -> w.ListPushesResponse:
+    return w.ListPushesResponse.of(await ctx.call(ctx.engine.list_pushes))

@@ -29,6 +29,7 @@ from mqlite import errors, wire
 from mqlite.config import Settings, process_environ
 from mqlite.engine import DiskLimits, DLQBounds, Engine
 from mqlite.engine.observation import Observation
+from mqlite.push import PushDispatcher
 from mqlite.scheduling import MaintenanceScheduler
 from mqlite.server import auth, metrics
 from mqlite.server.cors import CORSMiddleware
@@ -138,6 +139,7 @@ class BrokerApp:
             auth_token=s.db_auth_token,
             checkpoint=s.checkpoint,
             replica=s.db_replica,
+            push_allow_networks=s.push_allow_networks,
         )
         engine.audit_max_age_ms, engine.audit_max_rows = s.audit_max_age_ms, s.audit_max_rows
         self.runtime = Runtime(engine)
@@ -148,7 +150,9 @@ class BrokerApp:
         # A lost lease on a remote database (engine/lease.py): the store refuses writes;
         # the process exits through the ordinary SIGTERM drain (its supervisor decides).
         scheduler = MaintenanceScheduler(
-            engine.maintenance, on_lease_lost=lambda _: os.kill(os.getpid(), signal.SIGTERM)
+            engine.maintenance,
+            on_lease_lost=lambda _: os.kill(os.getpid(), signal.SIGTERM),
+            push=PushDispatcher(engine),
         )
         scheduler.start()  # marks the tasks it runs as enabled (engine.maintenance_runs)
         log.info("broker ready", extra={"backend": engine.location.backend})

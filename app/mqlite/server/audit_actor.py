@@ -28,6 +28,8 @@ AUDITED = frozenset(
         "AdminService/Redrive",
         "AdminService/CreateSchedule",
         "AdminService/DeleteSchedule",
+        "AdminService/CreatePush",
+        "AdminService/DeletePush",
         "AuthService/CreateKey",
         "AuthService/RevokeKey",
     }

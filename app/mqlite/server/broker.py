@@ -27,6 +27,7 @@ from mqlite.types import (
     FilterTestResult,
     Message,
     OutMessage,
+    PushTarget,
     QueueConfig,
     QueueEnsured,
     QueueInfo,
@@ -198,3 +199,16 @@ class Broker(Protocol):
     def list_audit(
         self, after_id: int = ..., limit: int = ..., queue: str = ..., since_ms: int = ...
     ) -> list[AuditEntry]: ...
+    def create_push(
+        self,
+        queue: str,
+        url: str,
+        secret: str = ...,
+        max_in_flight: int = ...,
+        timeout_ms: int = ...,
+        paused: bool = ...,
+        *,
+        actor: Actor | None = ...,
+    ) -> PushTarget: ...
+    def delete_push(self, queue: str, *, actor: Actor | None = ...) -> bool: ...
+    def list_pushes(self) -> list[PushTarget]: ...

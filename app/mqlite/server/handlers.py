@@ -55,6 +55,9 @@ BINDINGS: tuple[Binding[Any, Any], ...] = (
     bind(w.DELETE_SCHEDULE, a.delete_schedule),
     bind(w.LIST_SCHEDULES, a.list_schedules),
     bind(w.LIST_AUDIT, a.list_audit),
+    bind(w.CREATE_PUSH, a.create_push),
+    bind(w.DELETE_PUSH, a.delete_push),
+    bind(w.LIST_PUSHES, a.list_pushes),
 )
 
 BY_ROUTE: Mapping[str, Binding[Any, Any]] = MappingProxyType({b.route.name: b for b in BINDINGS})

@@ -65,12 +65,30 @@ class _ObservationCollector(Collector):
         yield from self._maintenance()
         yield from self._replication()
         yield from self._schedules()
+        yield from self._pushes()
         f = CounterMetricFamily(
             "mqlite_filter_failures", "Subscription filter routing failures.", labels=["stage"]
         )
         for ff in self.o.filters:
             f.add_metric([ff.stage], ff.count)
         yield f
+
+    def _pushes(self) -> Iterator[Metric]:
+        """Push delivery (docs/push.md): attempts by outcome and POST time, per target that
+        made an attempt since start."""
+        deliveries = CounterMetricFamily(
+            "mqlite_push_deliveries",
+            "Push attempts by outcome (delivered, retry, rejected).",
+            labels=["queue", "outcome"],
+        )
+        for d in self.o.pushes.deliveries:
+            deliveries.add_metric([d.queue, d.outcome], d.count)
+        durations = _histogram(
+            "mqlite_push_duration_seconds", "Push POST time, connect to last byte.", ["queue"]
+        )
+        for p in self.o.pushes.durations:
+            durations.add_metric([p.queue], _buckets(p.duration), p.duration.sum_seconds)
+        yield from (deliveries, durations)
 
     def _schedules(self) -> Iterator[Metric]:
         """Cron schedules (docs/cron.md): one series per schedule that fired since start or

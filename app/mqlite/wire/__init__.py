@@ -18,6 +18,7 @@ from . import (
     audit_service,
     auth_service,
     observability,
+    push_service,
     queue_service,
     schedule_service,
 )
@@ -37,6 +38,7 @@ from .envelope import BY_STATUS, error_body, error_from_response
 from .messages import MessageJSON, PeekedMessage, ReceivedMessage, SampleMessage, out_messages
 from .observability import *  # noqa: F403
 from .openapi import openapi_document
+from .push_service import *  # noqa: F403
 from .queue_info import QueueConfigJSON, QueueInfoJSON
 from .queue_service import *  # noqa: F403
 from .queue_service import SettleResponse
@@ -76,3 +78,4 @@ __all__ += auth_service.__all__
 __all__ += observability.__all__
 __all__ += schedule_service.__all__
 __all__ += audit_service.__all__
+__all__ += push_service.__all__

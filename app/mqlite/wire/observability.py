@@ -222,6 +222,28 @@ class SchedulesJSON(Snapshot):
     schedules: tuple[ScheduleMeasureJSON, ...] = ()
 
 
+class PushDeliveryJSON(Snapshot):
+    """Push attempts of one target that ended with one outcome, since start."""
+
+    queue: str = ""
+    outcome: Annotated[str, Doc("delivered | retry | rejected")] = ""
+    count: I64 = 0
+
+
+class PushDurationJSON(Snapshot):
+    """How long one target's POSTs took (connect to the last byte read)."""
+
+    queue: str = ""
+    duration: HistogramJSON = field(default_factory=HistogramJSON)
+
+
+class PushesJSON(Snapshot):
+    """Push delivery (docs/push.md): each target that made an attempt since start."""
+
+    deliveries: tuple[PushDeliveryJSON, ...] = ()
+    durations: tuple[PushDurationJSON, ...] = ()
+
+
 class ObserveResponse(Snapshot):
     """The canonical broker observation (the source of /metrics, CLI observe, ...)."""
 
@@ -244,6 +266,7 @@ class ObserveResponse(Snapshot):
     http: HttpJSON = field(default_factory=HttpJSON)
     replication: ReplicationJSON = field(default_factory=ReplicationJSON)
     schedules: SchedulesJSON = field(default_factory=SchedulesJSON)
+    pushes: PushesJSON = field(default_factory=PushesJSON)
 
     @classmethod
     def of(cls, observation: Any, access: str | None = None) -> ObserveResponse:
@@ -273,6 +296,7 @@ class ObserveResponse(Snapshot):
         hists += [task.duration for task in self.maintenance]
         for h in hists:
             _check_buckets(h.bounds_seconds, h.bucket_counts, h.count)
+        hists += [p.duration for p in self.pushes.durations]
         for hl in self.http.handler_latency:
             bounds = tuple(b.upper_bound_seconds for b in hl.buckets)
             _check_buckets(bounds, tuple(b.count for b in hl.buckets), hl.count)

@@ -16,6 +16,7 @@ from . import (
     audit_service,
     auth_service,
     observability,
+    push_service,
     queue_service,
     schedule_service,
 )
@@ -28,6 +29,7 @@ ROUTES: tuple[Route[Any, Any], ...] = (
     *auth_service.ROUTES,
     *schedule_service.ROUTES,
     *audit_service.ROUTES,
+    *push_service.ROUTES,
 )
 
 ROUTES_BY_PATH: Mapping[str, Route[Any, Any]] = MappingProxyType({r.path: r for r in ROUTES})

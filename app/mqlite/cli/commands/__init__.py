@@ -17,6 +17,7 @@ def register_all(sub: Subparsers, common: argparse.ArgumentParser) -> None:  # t
         local,
         messages,
         observe,
+        push,
         queues,
         receive,
         settle,
@@ -34,5 +35,6 @@ def register_all(sub: Subparsers, common: argparse.ArgumentParser) -> None:  # t
         backup,
         cron,
         audit,
+        push,
     ):
         module.register(sub, common)

@@ -8,6 +8,7 @@ import { observe, STATES } from "../observe.js";
 import { chartsKey, queueCharts } from "../queue_charts.js";
 import * as samples from "../samples.js";
 import { deadLetterPanel, deletePanel, sendPanel } from "../queue_actions.js";
+import { pushPanel } from "../push.js";
 import { receivePanel } from "../receive.js";
 import { deadLetterBrowser } from "../dlq.js";
 import { deferredPanel, scheduledPanel } from "../parked.js";
@@ -92,8 +93,10 @@ export function mount(root, ctx, name) {
   fill(root, pageTitle(name), h("p", { class: "muted" }, "Loading…"));
   let info = null;
   const chartsBox = h("div", { class: "live-data" });
+  const push = pushPanel(ctx, name);
   const refreshStats = async () => {
     const s = await ctx.api.call("QueueService/Stats", { queue: name });
+    await push.refresh();
     dead = s.dead_lettered;
     fillIfChanged(statsBox, JSON.stringify(s), () => statsView(s));
     if (ctx.features.observe) {
@@ -130,6 +133,7 @@ export function mount(root, ctx, name) {
         panel("Messages by state", statsBox),
         panel("Configuration", configView(info)),
       ),
+      push.el,
       ctx.features.observe ? panel("Last minutes", h("p", { class: "hint" }, "Sampled at each refresh from Observe; kept in this tab for 10 minutes, across pages."), chartsBox) : null,
       receivePanel(ctx, name, refreshNow),
       deferredPanel(ctx, name, refreshNow),
