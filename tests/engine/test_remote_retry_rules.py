@@ -3,10 +3,13 @@ Hrana client (issue 27 item 6: a second, independent catcher of "never retry a C
 "never retry a write", besides the real-sqld tests of test_remote_retries.py).
 
 The rule (engine/remote.py): a request that never reached the server whole may be sent
-again, whatever it carries; a lost answer is retried only for a ``SELECT`` or ``BEGIN``
-outside a transaction. A write or a COMMIT whose answer was lost may have been applied:
-sending it again could apply it twice, so it fails (the store turns a COMMIT's failure
-into ``OutcomeUnknown``) after exactly one request.
+again, whatever it carries; a lost answer is retried only for a lone ``SELECT`` outside a
+transaction. A write or a COMMIT whose answer was lost may have been applied: sending it
+again could apply it twice, so it fails (the store turns a COMMIT's failure into
+``OutcomeUnknown``) after exactly one request -- also when the request carried queued
+statements with it (the pipelined transaction, engine/remote_pipeline.py: a BEGIN is
+never sent alone, it travels with the transaction's first statement; a request of
+several statements is recorded as their verbs joined by ``+``).
 """
 
 from __future__ import annotations
@@ -44,6 +47,19 @@ class ScriptedClient:
             self.transaction = False
         return outcome, not self.transaction  # (result, autocommit)
 
+    def steps(self, steps: Any, *, keep_stream: bool) -> tuple[list[Result], bool]:
+        verbs = [sql.split()[0].upper() for sql, _, _ in steps]
+        self.sent.append("+".join(verbs))
+        outcome = self.script.pop(0)
+        if isinstance(outcome, BaseException):
+            raise outcome
+        for verb in verbs:
+            if verb == "BEGIN":
+                self.transaction = True
+            elif verb in ("COMMIT", "ROLLBACK"):
+                self.transaction = False
+        return [outcome] * len(steps), not self.transaction
+
     def drop(self) -> None:
         pass
 
@@ -79,12 +95,24 @@ def test_no_write_verb_is_retried_after_a_lost_answer(verb: str) -> None:
 
 
 def test_a_commit_whose_answer_was_lost_is_sent_once() -> None:
-    conn, client, pauses = scripted([OK, OK, LOST, OK])
+    conn, client, pauses = scripted([OK, LOST, OK])
     conn.execute("BEGIN IMMEDIATE")
     conn.execute("INSERT INTO t(v) VALUES (1)")
     with pytest.raises(RemoteUnreachable):
         conn.execute("COMMIT")
-    assert client.sent == ["BEGIN", "INSERT", "COMMIT"] and pauses == []
+    assert client.sent == ["BEGIN+INSERT", "COMMIT"] and pauses == []
+    assert not conn.in_transaction
+
+
+def test_a_commit_carrying_queued_writes_whose_answer_was_lost_is_sent_once() -> None:
+    """BEGIN, the queued INSERT and COMMIT in one request: its answer lost, it is never
+    sent again (the store makes that OutcomeUnknown)."""
+    conn, client, pauses = scripted([LOST, OK])
+    conn.execute("BEGIN IMMEDIATE")
+    conn.defer("INSERT INTO t(v) VALUES (1)", ())
+    with pytest.raises(RemoteUnreachable):
+        conn.execute("COMMIT")
+    assert client.sent == ["BEGIN+INSERT+COMMIT"] and pauses == []
     assert not conn.in_transaction
 
 
@@ -93,20 +121,38 @@ def test_a_commit_that_never_reached_the_server_is_sent_again() -> None:
     apply twice."""
     conn, client, pauses = scripted([OK, NOT_SENT, OK])
     conn.execute("BEGIN IMMEDIATE")
+    conn.execute("INSERT INTO t(v) VALUES (1)")
     conn.execute("COMMIT")
-    assert client.sent == ["BEGIN", "COMMIT", "COMMIT"] and len(pauses) == 1
+    assert client.sent == ["BEGIN+INSERT", "COMMIT", "COMMIT"] and len(pauses) == 1
 
 
-@pytest.mark.parametrize("verb", ["SELECT 1", "BEGIN IMMEDIATE"])
-def test_a_read_or_begin_outside_a_transaction_is_retried(verb: str) -> None:
+def test_a_commit_carrying_queued_writes_that_never_reached_the_server_is_sent_again() -> None:
+    conn, client, pauses = scripted([NOT_SENT, OK])
+    conn.execute("BEGIN IMMEDIATE")
+    conn.defer("INSERT INTO t(v) VALUES (1)", ())
+    conn.execute("COMMIT")
+    assert client.sent == ["BEGIN+INSERT+COMMIT"] * 2 and len(pauses) == 1
+
+
+def test_a_read_outside_a_transaction_is_retried() -> None:
     conn, client, pauses = scripted([LOST, OK])
-    conn.execute(verb)
+    conn.execute("SELECT 1")
     assert len(client.sent) == 2 and len(pauses) == 1
+
+
+def test_a_begin_is_never_sent_alone_and_a_request_opening_a_transaction_is_not_retried() -> None:
+    conn, client, _ = scripted([LOST, OK])
+    conn.execute("BEGIN IMMEDIATE")
+    assert client.sent == [] and conn.in_transaction  # it waits for the first statement
+    with pytest.raises(RemoteUnreachable):
+        conn.execute("SELECT 1")
+    assert client.sent == ["BEGIN+SELECT"]
 
 
 def test_a_read_inside_a_transaction_is_not_retried() -> None:
     conn, client, _ = scripted([OK, LOST, OK])
     conn.execute("BEGIN IMMEDIATE")
+    conn.execute("INSERT INTO t(v) VALUES (1)")
     with pytest.raises(RemoteUnreachable):
         conn.execute("SELECT 1")
-    assert client.sent == ["BEGIN", "SELECT"]
+    assert client.sent == ["BEGIN+INSERT", "SELECT"]

@@ -80,3 +80,12 @@ def test_tiny_run_counts_round_trips_and_shows_group_commit_on_and_off(tmp_path:
     for heading in ("sqld next to the local file", "What group commit buys over the network"):
         assert heading in page
     assert "tests/bench/remote/run.py" in page and "| sqld+1ms |" in page
+
+    # --baseline renders an earlier run's file next to this one (here: this run itself).
+    sys.path.insert(0, str(RUN.parent))
+    import remote_report
+
+    data["meta"]["label"] = "the same run"
+    compared = remote_report.render(data, baseline=data)
+    assert "## Before and after: the same run" in compared
+    assert "| `send_one` | sqld | 1 → 1 |" in compared  # one round trip, before and after

@@ -14,9 +14,12 @@ import json
 import os
 import secrets
 import sqlite3
+from typing import Any
 
 from mqlite import defaults
+from mqlite.engine import claim_pipelined
 from mqlite.engine.budget import encoded_size
+from mqlite.engine.remote import pipelined
 from mqlite.engine.rows import MESSAGE_COLUMNS, row_to_message
 from mqlite.types import Message, OrderingMode, QueueInfo
 
@@ -109,6 +112,25 @@ def claim_batch(
         else (CLAIM_GROUPED_SQL)
     )
     params = {"queue": queue.name, "now": now_ms, "until": now_ms + queue.config.lock_duration_ms}
+    loop: sqlite3.Connection = conn  # (for a chunk that crossed the byte budget)
+    if pipelined(conn):  # a round trip per statement: claims in chunks
+        return claim_pipelined.claim_batch(
+            conn,
+            sql,
+            params,
+            max_messages,
+            delete=delete,
+            new_token=new_lock_token,
+            without_lease=_without_lease,
+            one_by_one=lambda n: _claim_loop(loop, sql, dict(params), n, delete),
+        )
+    return _claim_loop(conn, sql, params, max_messages, delete)
+
+
+def _claim_loop(
+    conn: sqlite3.Connection, sql: str, params: dict[str, Any], max_messages: int, delete: bool
+) -> list[Message]:
+    """One claim per statement until ``max_messages``, an empty claim or the budget."""
     out: list[Message] = []
     budget = 0
     execute = conn.execute
@@ -175,7 +197,11 @@ def save_attempt(
     """Record a non-empty claim (an empty one is not recorded: a retry may claim fresh)."""
     ttl = max(queue.config.lock_duration_ms, defaults.RECEIVE_ATTEMPT_MIN_TTL_MS)
     response = json.dumps([_encode_message(m) for m in messages], separators=(",", ":"))
-    conn.execute(SAVE_ATTEMPT_SQL, (queue.name, attempt_id, response, now_ms, now_ms + ttl))
+    row = (queue.name, attempt_id, response, now_ms, now_ms + ttl)
+    if pipelined(conn):  # nothing reads it: it travels with the COMMIT
+        conn.defer(SAVE_ATTEMPT_SQL, row)
+    else:
+        conn.execute(SAVE_ATTEMPT_SQL, row)
 
 
 def _encode_message(m: Message) -> dict[str, object]:

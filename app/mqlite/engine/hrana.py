@@ -69,6 +69,11 @@ class StatementError(Exception):
         self.code = code
 
 
+# One statement of a batch: its SQL (numbered slots), its values, and whether its rows
+# are wanted back (a write's are not: smaller answers).
+Step = tuple[str, Sequence[Any], bool]
+
+
 @dataclass(frozen=True, slots=True)
 class Result:
     """One statement's answer: ``rows`` decoded to Python values; ``columns`` empty for a
@@ -172,6 +177,39 @@ class HranaClient:
             affected=sum(r.affected for r in done),
             last_rowid=done[-1].last_rowid if done else None,
         ), autocommit
+
+    def steps(
+        self, steps: Sequence[Step], *, keep_stream: bool
+    ) -> tuple[list[Result | StatementError | None], bool]:
+        """Run ``steps`` in ONE round trip as a Hrana batch, each only if the one before it
+        succeeded (a failing step stops the rest, as a raised exception would locally):
+        per step its result, the server's error, or None (not run); and whether the
+        stream is in autocommit after them (the pipelined transaction, ``remote.py``)."""
+        batch: list[dict[str, Any]] = []
+        for i, (sql, args, want_rows) in enumerate(steps):
+            stmt = {"sql": sql, "args": [encode_value(v) for v in args], "want_rows": want_rows}
+            step: dict[str, Any] = {"stmt": stmt}
+            if i:
+                step["condition"] = {"type": "ok", "step": i - 1}
+            batch.append(step)
+        outcome, autocommit = self._run({"type": "batch", "batch": {"steps": batch}}, keep_stream)
+        if isinstance(outcome, StatementError):  # the whole batch was refused
+            return [outcome] + [None] * (len(steps) - 1), autocommit
+        result = outcome["result"]
+        errors = result.get("step_errors") or ()
+        results = result.get("step_results") or ()
+        out: list[Result | StatementError | None] = []
+        for i in range(len(steps)):
+            error = errors[i] if i < len(errors) else None
+            if error is not None:
+                out.append(
+                    StatementError(str(error.get("code", "")), str(error.get("message", "")))
+                )
+            elif i < len(results) and results[i] is not None:
+                out.append(_result(results[i]))
+            else:
+                out.append(None)
+        return out, autocommit
 
     def _run(
         self, request: dict[str, Any], keep_stream: bool

@@ -14,7 +14,7 @@ from contextlib import contextmanager
 from urllib.parse import urlsplit
 
 from mqlite import defaults, errors
-from mqlite.engine import claim, queues, retry, settle
+from mqlite.engine import claim, queues, retry, settle, settle_pipelined
 from mqlite.engine.core import serialized
 from mqlite.engine.notify import Waiter
 from mqlite.engine.sending import Sending
@@ -219,6 +219,9 @@ class Messaging(Sending):
         if self.catalog.find(name) is None:
             return [BatchResult(seq, False) for seq, _ in pairs]
         with self._write() as (conn, now):
+            if settle_pipelined.pipelined(conn):  # one request with the COMMIT
+                hooks = (self.store.after_commit, self._completed)  # (counted after it)
+                return settle_pipelined.complete_batch(conn, now, name, pairs, *hooks)
             results, deleted = settle.complete_batch(conn, now, name, pairs)
             if deleted:
                 self.store.after_commit(lambda: self._completed(name, deleted))

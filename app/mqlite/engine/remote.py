@@ -6,15 +6,20 @@ The engine is written against ``sqlite3.Connection``; ``RemoteConnection`` behav
 where the engine relies on it (``execute``/``executemany``, a cursor with ``fetchone``/
 ``fetchall``/``rowcount``/``lastrowid``, iteration, ``in_transaction``):
 
-- **Parameters**: sqld refuses a named argument the statement does not use (the engine
-  passes ``sqlite3``-style mappings with spare keys), so each statement is rewritten once
-  to numbered slots (``?1``) and only the values it uses are sent, integers as exact
-  decimal strings (64-bit, never REAL).
+- **Parameters**: each statement rewritten once to numbered slots (``?1``), only the
+  values it uses sent (``remote_wire.bind``), integers as exact decimal strings (64-bit,
+  never REAL).
 - **Streams**: a statement outside a transaction runs on a fresh stream closed in the same
-  round trip (nothing idles on the server); ``BEGIN`` keeps the stream (its baton) for the
-  whole transaction, and ``COMMIT``/``ROLLBACK`` closes it. ``in_transaction`` is the
-  server's own answer (``get_autocommit``, in the same round trip), so a statement that
-  ended the transaction on the server (a failed COMMIT) is seen as such.
+  round trip (nothing idles on the server); a transaction keeps its stream (its baton)
+  from its first request to its ``COMMIT``/``ROLLBACK``, which closes it.
+  ``in_transaction`` is the server's own answer (``get_autocommit``, in the same round
+  trip), so a statement that ended the transaction on the server (a failed COMMIT) is
+  seen as such -- and True, too, while the transaction's BEGIN waits to be sent.
+- **Pipelined** (``remote_pipeline.py``): ``BEGIN``, the engine's savepoints and the
+  writes it queues with ``defer`` wait on the client and travel with the next statement
+  whose answer is needed, all in one Hrana batch, at the latest with the ``COMMIT``:
+  ``send_one`` is one round trip; ``execute_each`` sends many statements in one (the
+  claim loop).
 - **Errors** are raised as ``sqlite3`` exceptions so the engine's one translation
   (``storage_errors.py``) sees a driver error as it does locally: ``IntegrityError`` for a
   constraint, else ``OperationalError`` with the server's result code; a transport
@@ -31,40 +36,51 @@ where the engine relies on it (``execute``/``executemany``, a cursor with ``fetc
   ``defaults.REMOTE_RETRY_BACKOFF_S`` and the first attempt's timeout, and only where they
   cannot apply anything twice: any request that never reached the server whole (the
   connect or the write failed: ``TransportError.sent`` is False; a transaction's stream
-  survives it), and, when the answer was lost or was a 5xx, a ``SELECT`` or ``BEGIN``
-  outside a transaction (a fresh stream: nothing to apply twice). Never a lost answer of
-  a write, of a statement inside a transaction, or of a ``COMMIT`` (the store makes that
-  ``OutcomeUnknown``). ``retries`` counts the attempts, for the observation. Once a call
-  spent its retries on refused connections, calls fail at once without retrying for
-  ``defaults.REMOTE_FAIL_FAST_S`` (the server is down: callers in line on the writer
-  would each wait the whole backoff).
+  survives it), and, when the answer was lost or was a 5xx, a lone ``SELECT`` outside a
+  transaction (a fresh stream: nothing to apply twice). Never a lost answer of a write,
+  of a request inside or opening a transaction, or of a ``COMMIT`` -- whatever travels
+  with it (the store makes that ``OutcomeUnknown``). ``retries`` counts the attempts, for
+  the observation. Once a call spent its retries on refused connections, calls fail at
+  once without retrying for ``defaults.REMOTE_FAIL_FAST_S`` (the server is down: callers
+  in line on the writer would each wait the whole backoff).
 """
 
 from __future__ import annotations
 
 import os
-import re
 import sqlite3
 import time
 from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
-from dataclasses import dataclass
-from functools import lru_cache
-from typing import Any
-from urllib.parse import urlsplit
+from typing import Any, TypeGuard
 
-from mqlite import defaults, errors
+from mqlite import defaults
 from mqlite.engine.hrana import (
     HranaClient,
     RequestRefused,
     Result,
     StatementError,
+    Step,
     TransportError,
 )
+from mqlite.engine.remote_pipeline import (
+    BEGIN,
+    COMMIT,
+    OTHER,
+    RELEASE,
+    ROLLBACK,
+    ROLLBACK_TO,
+    SAVEPOINT,
+    Pending,
+    Queued,
+    classify,
+)
+from mqlite.engine.remote_wire import REFUSED_SCHEMES as REFUSED_SCHEMES
+from mqlite.engine.remote_wire import REMOTE_SCHEMES as REMOTE_SCHEMES
+from mqlite.engine.remote_wire import RemoteTarget as RemoteTarget
+from mqlite.engine.remote_wire import bind as bind
+from mqlite.engine.remote_wire import is_remote as is_remote
+from mqlite.engine.remote_wire import parse_remote as parse_remote
 
-# DSN schemes of a remote libSQL server (defaults.REMOTE_DB_SCHEMES); ws(s):// is the
-# legacy WebSocket Hrana, refused with a message.
-REMOTE_SCHEMES = frozenset(defaults.REMOTE_DB_SCHEMES)
-REFUSED_SCHEMES = frozenset({"ws", "wss"})
 # Primary result codes (sqlite.org/rescode.html) of the server's error names, so the
 # engine classifies a remote failure as a local one (busy, full, io, corrupt, ...).
 _RESULT_CODES = {
@@ -80,12 +96,10 @@ _RESULT_CODES = {
     "SQLITE_NOTADB": 26,
 }
 
-# A single-quoted string, a double-quoted identifier, a comment, or a parameter slot.
-_TOKENS = re.compile(
-    r"'(?:[^']|'')*'|\"(?:[^\"]|\"\")*\"|--[^\n]*|/\*.*?\*/"
-    r"|(?P<named>[:@$][A-Za-z_][A-Za-z0-9_]*)|(?P<num>\?\d+)|(?P<pos>\?)",
-    re.S,
-)
+# A step that fails only when the statement before it changed no row: a documented
+# error of the core (abs() of the smallest integer overflows), so the batch's next steps,
+# each run only if the one before it succeeded, are skipped (``execute_each``).
+GUARD_SQL = "SELECT abs(-9223372036854775807 - 1) WHERE changes() = 0"
 
 
 class RemoteUnreachable(sqlite3.OperationalError):
@@ -104,94 +118,6 @@ class ResultTooLarge(sqlite3.OperationalError):
     """The server refused to send a statement's result over its response limit (sqld:
     ``--max-response-size``, 10 MiB by default): a read that may ask again for fewer rows
     (Peek does, ``peek.py``)."""
-
-
-@dataclass(frozen=True, slots=True)
-class RemoteTarget:
-    url: str  # as given to the client (no query string: an authToken there is refused)
-    masked: str  # what Status/Observe/logs show: the host's first label hidden
-
-
-def is_remote(dsn: str) -> bool:
-    text = (dsn or "").strip()
-    return "://" in text and text.split("://", 1)[0].lower() in REMOTE_SCHEMES | REFUSED_SCHEMES
-
-
-def parse_remote(dsn: str) -> RemoteTarget:
-    """``libsql://host``, ``https://host[:port]``, ``http://host:port``; credentials in the
-    URL are refused (the token comes from MQLITE_DB_AUTH_TOKEN only, never a logged URL)."""
-    parts = urlsplit(dsn.strip())
-    scheme = parts.scheme.lower()
-    if scheme in REFUSED_SCHEMES:
-        raise errors.InvalidArgument(
-            f"database URL scheme {scheme}:// (WebSocket Hrana) is not supported: "
-            "use libsql://, https:// or http://"
-        )
-    if not parts.hostname:
-        raise errors.InvalidArgument(f"database URL {scheme}:// names no host")
-    if parts.username or parts.password or parts.query or parts.fragment:
-        raise errors.InvalidArgument(
-            "database URL must not carry credentials or a query string: "
-            "pass the token in MQLITE_DB_AUTH_TOKEN"
-        )
-    try:
-        port = parts.port
-    except ValueError as exc:
-        raise errors.InvalidArgument("database URL has an invalid port") from exc
-    host = parts.hostname
-    suffix = f":{port}" if port else ""
-    labels = host.split(".")
-    shown = (
-        "***"
-        if len(labels) < 3 or host.replace(".", "").isdigit()
-        else "***." + ".".join(labels[1:])
-    )
-    path = parts.path.rstrip("/")
-    return RemoteTarget(f"{scheme}://{parts.netloc}{path}", f"{scheme}://{shown}{suffix}")
-
-
-@lru_cache(maxsize=4096)
-def _slots(sql: str) -> tuple[tuple[str, ...], tuple[str | int, ...]]:
-    """``sql`` split around its parameter slots: (text pieces, slot keys); a key is the
-    name of a named slot or the 1-based index of a positional one."""
-    pieces: list[str] = []
-    keys: list[str | int] = []
-    last, next_pos = 0, 1
-    for m in _TOKENS.finditer(sql):
-        kind = m.lastgroup
-        if kind is None:
-            continue  # a literal or comment: kept as is
-        pieces.append(sql[last : m.start()])
-        last = m.end()
-        if kind == "named":
-            keys.append(m.group()[1:])
-        elif kind == "num":
-            keys.append(int(m.group()[1:]))
-            next_pos = int(m.group()[1:]) + 1
-        else:
-            keys.append(next_pos)
-            next_pos += 1
-    pieces.append(sql[last:])
-    return tuple(pieces), tuple(keys)
-
-
-def bind(sql: str, params: Sequence[Any] | Mapping[str, Any]) -> tuple[str, list[Any]]:
-    """The statement with numbered slots and the values it uses, in order (module doc)."""
-    pieces, keys = _slots(sql)
-    if not keys:
-        return sql, []
-    index_of: dict[str | int, int] = {}
-    values: list[Any] = []
-    out = [pieces[0]]
-    for key, piece in zip(keys, pieces[1:], strict=True):
-        index = index_of.get(key)
-        if index is None:
-            value = params[key] if isinstance(key, str) else params[key - 1]  # type: ignore[call-overload,index]
-            values.append(value)
-            index = index_of[key] = len(values)
-        out.append(f"?{index}")
-        out.append(piece)
-    return "".join(out), values
 
 
 def _backoff(attempt: int) -> float | None:
@@ -249,7 +175,8 @@ class RemoteCursor:
 
 
 class RemoteConnection:
-    """A ``sqlite3.Connection`` look-alike over one HTTP connection to the server."""
+    """A ``sqlite3.Connection`` look-alike over one HTTP connection to the server, with
+    its transactions pipelined (``remote_pipeline.py``)."""
 
     def __init__(
         self,
@@ -271,47 +198,208 @@ class RemoteConnection:
         self._timeout_s = timeout_s
         self._client = HranaClient(target.url, auth_token, timeout_s=timeout_s)
         self._pid = os.getpid()
-        self.in_transaction = False
+        self.in_transaction = False  # also while its BEGIN waits, unsent
         self._lost = False  # a transaction was lost: refuse statements until rollback()
+        self._pending = Pending()
+        # Per queue, the messages its last receive claimed: the next one's first chunk
+        # of claims (claim_pipelined.py).
+        self.claim_hints: dict[str, int] = {}
 
     def execute(self, sql: str, params: Sequence[Any] | Mapping[str, Any] = ()) -> RemoteCursor:
+        kind, name = classify(sql)
+        self._check(kind)
+        if self._lost:  # a ROLLBACK of a lost transaction: nothing on the server to undo
+            self._lost = False
+            return RemoteCursor([], -1, None)
+        if self._queued(kind, name, sql):
+            return RemoteCursor([], -1, None)
         text, values = bind(sql, params)
-        outcome = self._send(sql, lambda keep: self._client.execute(text, values, keep_stream=keep))
-        rowcount = -1 if outcome.columns else outcome.affected
-        return RemoteCursor(outcome.rows, rowcount, outcome.last_rowid)
+        if not self._pending:  # nothing travels with it: one statement, as it always was
+            read = kind == OTHER and sql.lstrip()[:6].upper() == "SELECT"
+            outcome = self._send(
+                kind,
+                lambda keep: self._client.execute(text, values, keep_stream=keep),
+                retry_lost=read and not self.in_transaction,
+            )
+            return _cursor(outcome)
+        return _cursor(self._flush(kind, [(text, values, True)])[-1])
 
     def executemany(self, sql: str, rows: Iterable[Sequence[Any]]) -> RemoteCursor:
         """Every row in one round trip (a Hrana batch whose steps run while they succeed)."""
         bound = [bind(sql, row) for row in rows]
         if not bound:
             return RemoteCursor([], 0, None)
+        kind, _ = classify(sql)
+        self._check(kind)
+        if self.in_transaction:  # with whatever is queued, in the same request
+            return _total(self._flush(kind, [(text, values, False) for text, values in bound]))
         text = bound[0][0]
         values = [v for _, v in bound]
-        outcome = self._send(sql, lambda keep: self._client.batch(text, values, keep_stream=keep))
+        outcome = self._send(kind, lambda keep: self._client.batch(text, values, keep_stream=keep))
         return RemoteCursor([], outcome.affected, outcome.last_rowid)
 
-    def _send(
-        self, sql: str, call: Callable[[bool], tuple[Result | StatementError, bool]]
-    ) -> Result:
-        """Run ``call`` on the right stream (module doc) and map its failures."""
-        if self._pid != os.getpid():  # a forked child never reuses the parent's exchange
+    # -- the pipelined transaction (remote_pipeline.py) -------------------------------------
+
+    def defer(
+        self,
+        sql: str,
+        params: Sequence[Any] | Mapping[str, Any],
+        then: Callable[[RemoteCursor], None] | None = None,
+    ) -> None:
+        """Queue a write whose answer is needed only once the transaction commits: it
+        travels with the next request (at the latest the COMMIT), and ``then`` gets its
+        cursor when that answers. Its error is raised by the statement that carries it
+        (module doc). Outside a transaction it runs at once."""
+        self._defer(sql, [bind(sql, params)], then, many=False)
+
+    def defer_many(
+        self,
+        sql: str,
+        rows: Iterable[Sequence[Any]],
+        then: Callable[[RemoteCursor], None] | None = None,
+    ) -> None:
+        """``executemany``, queued as ``defer`` queues one statement (``then`` gets the
+        summed row count and the last rowid)."""
+        self._defer(sql, [bind(sql, row) for row in rows], then, many=True)
+
+    def _defer(
+        self,
+        sql: str,
+        bound: list[tuple[str, list[Any]]],
+        then: Callable[[RemoteCursor], None] | None,
+        *,
+        many: bool,
+    ) -> None:
+        kind, _ = classify(sql)
+        self._check(kind)
+        if not self.in_transaction or kind != OTHER or not bound:
+            cursor = (
+                self.executemany(sql, [v for _, v in bound])
+                if many
+                else self.execute(bound[0][0], bound[0][1])
+            )
+            if then is not None:
+                then(cursor)
+            return
+        wanted = then is not None  # (rows only come back for a statement that has any)
+        steps: list[Step] = [(text, values, wanted) for text, values in bound]
+        done = None
+        if then is not None:
+            done = (lambda out: then(_total(out))) if many else (lambda out: then(_cursor(out[0])))
+        self._pending.add(Queued(OTHER, "", steps, done))
+
+    def execute_each(
+        self,
+        statements: Sequence[tuple[str, Sequence[Any] | Mapping[str, Any]]],
+        *,
+        stop_unless_changed: bool = False,
+    ) -> list[RemoteCursor | None]:
+        """The statements, with what is queued, in ONE round trip, each only if the one
+        before it succeeded; every statement's cursor, None for one not run (the claim
+        loop: ``claim_pipelined.py``). The first error is raised.
+
+        ``stop_unless_changed``: after each statement a guard ends the run quietly when it
+        changed no row (``GUARD_SQL``), so a claim that found nothing is the last one the
+        server runs (a miss can cost a scan: never 63 more of them)."""
+        steps: list[Step] = []
+        stops: set[int] = set()
+        for sql, params in statements:
+            steps.append((*bind(sql, params), True))
+            if stop_unless_changed:
+                stops.add(len(steps))
+                steps.append((GUARD_SQL, [], False))
+        if not steps:
+            return []
+        self._check(OTHER)
+        results = self._flush(OTHER, steps, stops)
+        return [None if r is None else _cursor(r) for i, r in enumerate(results) if i not in stops]
+
+    def _queued(self, kind: int, name: str, sql: str) -> bool:
+        """Queue (or drop) a control statement instead of sending it; True if it was."""
+        pending = self._pending
+        if kind == BEGIN and not self.in_transaction:
+            pending.add(Queued(BEGIN, "", [(sql, [], False)]))
+            self.in_transaction = True
+            return True
+        if not self.in_transaction or kind == OTHER:
+            return False
+        if kind == SAVEPOINT:
+            if pending.has_data():
+                return False  # a queued write's error must fail the block that wrote it
+            pending.add(Queued(SAVEPOINT, name, [(sql, [], False)]))
+            return True
+        if kind == RELEASE:
+            if pending.cancel_savepoint(name):
+                return True
+            if pending.has_data():
+                return False  # sent now: this block's writes fail this block
+            pending.add(Queued(RELEASE, name, [(sql, [], False)]))
+            return True
+        if kind == ROLLBACK_TO:
+            if not pending.rewind_to(name):
+                pending.clear()  # all of it came after the (sent) savepoint: undone unsent
+                pending.add(Queued(ROLLBACK_TO, name, [(sql, [], False)]))
+            return True
+        if kind == ROLLBACK or (kind == COMMIT and not pending.has_data()):
+            if pending.began_here():  # the server never saw this transaction
+                pending.clear()
+                self.in_transaction = False
+                return True
+            if kind == ROLLBACK:
+                pending.clear()  # undone unsent; the ROLLBACK itself goes
+        return False
+
+    def _flush(
+        self, kind: int, steps: list[Step], stops: set[int] | None = None
+    ) -> list[Result | None]:
+        """Send what is queued and ``steps`` in ONE request; hand the queued statements
+        their answers; return the outcomes of ``steps`` (the first error raised, but for
+        a guard's, at one of ``stops``: that ends the run quietly)."""
+        items = self._pending.take()
+        queued: list[Step] = [step for item in items for step in item.steps]
+        outcomes: list[Result | StatementError | None] = self._send(
+            kind, lambda keep: self._client.steps(queued + steps, keep_stream=keep)
+        )
+        first = len(queued)
+        for i, outcome in enumerate(outcomes):
+            if isinstance(outcome, StatementError):
+                if stops and i - first in stops and "integer overflow" in str(outcome):
+                    outcomes[i] = None
+                    break
+                raise _translate(outcome) from None
+        at = 0
+        for item in items:
+            n = len(item.steps)
+            if item.then is not None:
+                item.then(outcomes[at : at + n])
+            at += n
+        return [None if isinstance(r, StatementError) else r for r in outcomes[at:]]
+
+    def _check(self, kind: int) -> None:
+        """A forked child never reuses the parent's exchange; a lost transaction refuses
+        every statement until it is rolled back (module doc)."""
+        if self._pid != os.getpid():
             self._client = HranaClient(self.target.url, self._auth_token, timeout_s=self._timeout_s)
             self._pid, self.in_transaction = os.getpid(), False
-        verb = sql.lstrip()[:12].upper()
-        ends = verb.startswith(("COMMIT", "END", "ROLLBACK")) and not verb.startswith("ROLLBACK TO")
-        if self._lost:
-            if ends and verb.startswith("ROLLBACK"):
-                self._lost = False  # nothing on the server to roll back
-                return Result((), [], 0, None)
-            if not verb.startswith("BEGIN"):
+            self._pending.clear()
+        if self._lost and kind != ROLLBACK:  # (a ROLLBACK forgets it: ``execute``)
+            if kind != BEGIN:
                 raise TransactionLost(
                     f"remote database {self.target.masked}: the transaction was lost with "
                     "its stream; nothing of it committed"
                 )
             self._lost = False
-        keep = verb.startswith(("BEGIN", "SAVEPOINT")) or (self.in_transaction and not ends)
-        # A lost answer may be retried only where running it twice changes nothing.
-        idempotent = not self.in_transaction and verb.startswith(("SELECT", "BEGIN"))
+
+    def _send(
+        self, kind: int, call: Callable[[bool], tuple[Any, bool]], *, retry_lost: bool = False
+    ) -> Any:
+        """Run ``call`` on the right stream (module doc) and map its failures. A lost
+        answer is retried only where running it twice changes nothing (``retry_lost``: a
+        lone ``SELECT`` outside a transaction, on a fresh stream); a request that never
+        reached the server whole, whatever it carries."""
+        ends = kind in (COMMIT, ROLLBACK)
+        keep = kind in (BEGIN, SAVEPOINT) or (self.in_transaction and not ends)
+        idempotent = retry_lost
         deadline = self._monotonic() + self._timeout_s
         attempt = 0
         while True:
@@ -358,17 +446,39 @@ class RemoteConnection:
         ``sqlite3`` caller's ``commit()`` expects after its writes)."""
 
     def rollback(self) -> None:
-        """End the transaction: ``ROLLBACK`` on its stream, or, when it was lost, forget it
-        (the server has nothing to roll back), as ``sqlite3``'s does with none open."""
+        """End the transaction: ``ROLLBACK`` on its stream (none when nothing of it was
+        sent), or, when it was lost, forget it (the server has nothing to roll back), as
+        ``sqlite3``'s does with none open."""
         if self.in_transaction:
             self.execute("ROLLBACK")
         self._lost = False
+        self._pending.clear()
 
     def reset(self) -> None:
         """Drop the HTTP connection and the stream (any transaction on it is gone)."""
+        self._pending.clear()
         self._client.close_stream()
         self._client.drop()
         self.in_transaction = self._lost = False
 
     def close(self) -> None:
         self.reset()
+
+
+def pipelined(conn: object) -> TypeGuard[RemoteConnection]:
+    """A remote store's connection: its transactions are pipelined (a local file runs the
+    engine's statements one by one, each answered in microseconds)."""
+    return isinstance(conn, RemoteConnection)
+
+
+def _cursor(outcome: Result | None) -> RemoteCursor:
+    if outcome is None:
+        return RemoteCursor([], -1, None)
+    rowcount = -1 if outcome.columns else outcome.affected
+    return RemoteCursor(outcome.rows, rowcount, outcome.last_rowid)
+
+
+def _total(outcomes: Sequence[Result | None]) -> RemoteCursor:
+    """An ``executemany``'s cursor: the summed row count and the last rowid."""
+    done = [r for r in outcomes if r is not None]
+    return RemoteCursor([], sum(r.affected for r in done), done[-1].last_rowid if done else None)

@@ -15,6 +15,7 @@ from dataclasses import dataclass
 
 from mqlite import defaults, errors
 from mqlite.engine import dedup
+from mqlite.engine.remote import RemoteConnection, RemoteCursor, pipelined
 from mqlite.engine.rows import EXTERNAL_BODY_MIN_BYTES, encode_properties
 from mqlite.filters import FilterInput
 from mqlite.filters import runtime as filter_runtime
@@ -208,8 +209,12 @@ def insert(
     """
     scheduled = visible_at_ms > now_ms
     state = "scheduled" if scheduled else "active"
-    if len(messages) > 1 and len(routes) == 1 and plan is None:
-        route = routes[0]
+    if (
+        len(routes) == 1
+        and plan is None
+        and (len(messages) > 1 or type(conn) is not sqlite3.Connection)
+    ):
+        route = routes[0]  # (remote: a single send too, so that it rides with the COMMIT)
         if route.queue.config.dedup_window_ms <= 0:
             batch = _insert_many(conn, now_ms, route.queue, messages, visible_at_ms, ttl_ms, state)
             copies = {route.queue.name: len(batch)}
@@ -353,8 +358,7 @@ def _insert_many(
              *((m.body, 0) if len(m.body) <= EXTERNAL_BODY_MIN_BYTES else (b"", len(m.body))))
             for m in messages
         ]  # fmt: skip
-        conn.executemany(INSERT_PLAIN_SQL, rows)
-        ext_col = 6
+        sql, ext_col = INSERT_PLAIN_SQL, 6
     else:
         rows = [
             (
@@ -374,8 +378,10 @@ def _insert_many(
             )
             for m in messages
         ]
-        conn.executemany(INSERT_MESSAGE_SQL, rows)
-        ext_col = 13
+        sql, ext_col = INSERT_MESSAGE_SQL, 13
+    if pipelined(conn) and not any(row[ext_col] for row in rows):
+        return _insert_deferred(conn, sql, rows)
+    conn.executemany(sql, rows)
     last = int(conn.execute(LAST_ROWID_SQL).fetchone()[0])
     seqs = list(range(last - len(messages) + 1, last + 1))
     large = [
@@ -383,6 +389,22 @@ def _insert_many(
     ]
     if large:
         conn.executemany(INSERT_BODY_SQL, large)
+    return seqs
+
+
+def _insert_deferred(
+    conn: RemoteConnection, sql: str, rows: Sequence[Sequence[object]]
+) -> list[int]:
+    """On a remote store the rows travel with the transaction's next request -- for a
+    send, its COMMIT: one round trip (remote_pipeline.py); the seqs (consecutive, as in
+    ``_insert_many``) are filled in when the server answered, before the call returns."""
+    seqs = [0] * len(rows)
+
+    def fill(cur: RemoteCursor) -> None:
+        last = int(cur.lastrowid or 0)
+        seqs[:] = range(last - len(rows) + 1, last + 1)
+
+    conn.defer_many(sql, rows, fill)
     return seqs
 
 

@@ -18,6 +18,7 @@ from collections.abc import Sequence
 from mqlite import defaults, errors
 from mqlite.engine import retry
 from mqlite.engine.claim import new_lock_token
+from mqlite.engine.remote import pipelined
 from mqlite.engine.rows import MESSAGE_COLUMNS, row_to_message
 from mqlite.types import BatchResult, Message, QueueInfo
 
@@ -160,18 +161,19 @@ def _settle(
         raise errors.LockLost("lock lost: empty lock token")
     params["now"] = now_ms
     if conn.execute(sql, params).rowcount > 0:
-        conn.execute(
-            INSERT_RECEIPT_SQL,
-            (
-                token,
-                queue,
-                seq,
-                operation,
-                args,
-                now_ms,
-                now_ms + defaults.SETTLEMENT_RECEIPT_TTL_MS,
-            ),
+        receipt = (
+            token,
+            queue,
+            seq,
+            operation,
+            args,
+            now_ms,
+            now_ms + defaults.SETTLEMENT_RECEIPT_TTL_MS,
         )
+        if pipelined(conn):  # nothing reads it: it travels with the COMMIT
+            conn.defer(INSERT_RECEIPT_SQL, receipt)
+        else:
+            conn.execute(INSERT_RECEIPT_SQL, receipt)
         return True
     if conn.execute(LOOKUP_RECEIPT_SQL, (queue, seq, token, operation, args, now_ms)).fetchone():
         return False

@@ -480,7 +480,19 @@ class _Transaction:
                 if not conn.in_transaction:  # lost under a block that swallowed the error
                     state.roll_back_to(self._commit_mark, self._undo_mark)
                     raise store.lost()
-                conn.execute(f"RELEASE sp{state.depth}")
+                try:
+                    conn.execute(f"RELEASE sp{state.depth}")
+                except BaseException:
+                    # A remote store's RELEASE carries the block's queued writes
+                    # (remote_pipeline.py): one failed, so the block is undone, as if it
+                    # had raised where it was queued.
+                    try:
+                        if conn.in_transaction:
+                            conn.execute(f"ROLLBACK TO sp{state.depth}")
+                            conn.execute(f"RELEASE sp{state.depth}")
+                    finally:
+                        state.roll_back_to(self._commit_mark, self._undo_mark)
+                    raise
                 return
             try:
                 store._commit(conn)

@@ -153,6 +153,41 @@ def distance_table(
     return out
 
 
+def before_after_table(
+    cells: list[dict[str, Any]], stores: list[str], baseline: dict[str, Any]
+) -> list[str]:
+    """Round trips per call and µs per message of a previous run (``--baseline``: the
+    same bench on the code before a change) next to this run's, per remote store."""
+    meta = baseline["meta"]
+    label = meta.get("label") or "the baseline"
+    load = " / ".join(f"{x:.1f}" for x in meta.get("loadavg", ())) or "?"
+    out = ["", "## Before and after: " + label, ""]
+    out += [f"*before*: `{meta.get('command', '?')}` on {label}, {meta.get('when', '?')}, "
+            f"load average {load} at its end; *after*: this run. Two separate runs on the "
+            "same machine (the code differs, so their cells cannot interleave): the round "
+            "trips are exact, the times carry both runs' noise and load. µs per message, "
+            "median.", ""]  # fmt: skip
+    out += ["| call | store | round trips per call before → after | "
+            "µs/msg before → after | before ÷ after |", "|---|---|---:|---:|---:|"]  # fmt: skip
+
+    def med(rows: list[dict[str, Any]], store: str, scenario: str, key: str) -> float | None:
+        got = [c[key] for c in rows if (c["system"], c["scenario"]) == (store, scenario)]
+        return float(statistics.median(got)) if got else None
+
+    for scenario, (call, per) in PER_CALL.items():
+        for store in [s for s in stores if s.startswith("sqld")]:
+            rt0, rt1 = (
+                med(x, store, scenario, "posts_per_msg") for x in (baseline["cells"], cells)
+            )
+            r0, r1 = (med(x, store, scenario, "rate") for x in (baseline["cells"], cells))
+            if None in (rt0, rt1, r0, r1):
+                continue
+            assert rt0 is not None and rt1 is not None and r0 and r1
+            out.append(f"| {call} | {store} | {rt0 * per:.0f} → {rt1 * per:.0f} | "
+                       f"{1e6 / r0:,.0f} → {1e6 / r1:,.0f} | {r1 / r0:.1f}× |")  # fmt: skip
+    return out
+
+
 def group_table(cells: list[dict[str, Any]], stores: list[str]) -> list[str]:
     by: dict[tuple[str, int, bool], list[dict[str, Any]]] = defaultdict(list)
     for c in cells:
@@ -193,7 +228,7 @@ def group_table(cells: list[dict[str, Any]], stores: list[str]) -> list[str]:
     return out
 
 
-def render(data: dict[str, Any], findings: str = "") -> str:
+def render(data: dict[str, Any], findings: str = "", baseline: dict[str, Any] | None = None) -> str:
     meta = data["meta"]
     stores = meta["stores"]
     text = INTRO.format(
@@ -208,6 +243,8 @@ def render(data: dict[str, Any], findings: str = "") -> str:
     lines = [text.rstrip("\n"), ""]
     lines += engine_tables(data["cells"], stores)
     lines += distance_table(data["cells"], stores, meta.get("round_trip_us", {}))
+    if baseline is not None:
+        lines += before_after_table(data["cells"], stores, baseline)
     lines += group_table(data["group"], stores)
     if findings:
         lines += ["", findings.rstrip("\n")]

