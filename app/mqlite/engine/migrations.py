@@ -62,10 +62,11 @@ def plan(found: str, target: str) -> list[str]:
     while token != target:
         step = STEPS.get(token)
         if step is None:
+            known = ", ".join(sorted(STEPS, key=int)) or "nothing"
             raise errors.SchemaVersionMismatch(
                 f"database schema version {found!r} cannot be opened by this mqlite (it reads "
-                f"{target!r} and migrates from {', '.join(sorted(STEPS, key=int)) or 'nothing'}); keep "
-                "the database with the binary that wrote it"
+                f"{target!r} and migrates from {known}); keep the database with the binary "
+                "that wrote it"
             )
         token = step[0]
         path.append(token)
