@@ -176,3 +176,17 @@ def test_allow_listing_opens_exactly_the_range() -> None:
         assert guard.refusal(ipaddress.ip_address(a)) is not None, a
     with pytest.raises(errors.InvalidArgument, match="CIDR"):
         parse_networks("10.0.0.0/33")
+
+
+def test_push_changes_write_audit_rows_without_the_secret(mq: mqlite.EmbeddedClient) -> None:
+    """CreatePush and DeletePush are changes of state outside message operations: each
+    writes its audit row in its own transaction (docs/operations.md "Audit trail"), with
+    the url and the settings but never the secret; deleting nothing writes no row."""
+    created = mq.create_push("q", URL, max_in_flight=2)
+    assert mq.delete_push("q") is True
+    assert mq.delete_push("q") is False
+    rows = [(e.action, e.queue, e.actor) for e in mq.list_audit(queue="q")]
+    assert rows[-2:] == [("CreatePush", "q", "embedded"), ("DeletePush", "q", "embedded")]
+    create_row = [e for e in mq.list_audit(queue="q") if e.action == "CreatePush"][0]
+    assert URL in create_row.detail and '"max_in_flight":2' in create_row.detail
+    assert created.secret not in create_row.detail and "whsec_" not in create_row.detail
