@@ -13,6 +13,7 @@ from datetime import datetime
 from pathlib import Path
 
 import httpx
+import pytest
 from appliance_support import (
     REPO,
     SBOM,
@@ -196,6 +197,10 @@ def test_read_only_root_filesystem_with_only_data_and_tmp_writable(image: str) -
     assert probe.split() == ["data+tmp"]
 
 
+# The test's own httpx client, cut off mid-answer by the SIGKILL, can leave a pooled
+# socket for the garbage collector (httpcore's byte stream, seen once in CI): a warning
+# about this process's client, not the broker's; the broker's sockets are in the container.
+@pytest.mark.filterwarnings("ignore::ResourceWarning")
 def test_sigkill_of_the_main_process_restarts_and_loses_no_acknowledged_message(
     image: str, tmp_path: Path
 ) -> None:

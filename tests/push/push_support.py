@@ -170,8 +170,11 @@ class RawServer:
             threading.Thread(target=self._serve, args=(conn,), daemon=True).start()
 
     def _serve(self, conn: socket.socket) -> None:
-        with contextlib.suppress(OSError):
-            self.handle(conn)
+        try:
+            with contextlib.suppress(OSError):
+                self.handle(conn)
+        finally:
+            conn.close()  # never left to the garbage collector (a ResourceWarning in a later test)
 
     def close(self) -> None:
         self.closed = True

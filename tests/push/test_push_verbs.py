@@ -187,6 +187,6 @@ def test_push_changes_write_audit_rows_without_the_secret(mq: mqlite.EmbeddedCli
     assert mq.delete_push("q") is False
     rows = [(e.action, e.queue, e.actor) for e in mq.list_audit(queue="q")]
     assert rows[-2:] == [("CreatePush", "q", "embedded"), ("DeletePush", "q", "embedded")]
-    create_row = [e for e in mq.list_audit(queue="q") if e.action == "CreatePush"][0]
+    create_row = next(e for e in mq.list_audit(queue="q") if e.action == "CreatePush")
     assert URL in create_row.detail and '"max_in_flight":2' in create_row.detail
     assert created.secret not in create_row.detail and "whsec_" not in create_row.detail

@@ -24,7 +24,7 @@ from typing import Any
 
 from mqlite import defaults
 from mqlite.engine.budget import encoded_size
-from mqlite.engine.remote import RemoteConnection
+from mqlite.engine.remote import RemoteConnection, ResultTooLarge
 from mqlite.engine.rows import row_to_message
 from mqlite.types import Message
 
@@ -66,7 +66,15 @@ def claim_batch(
     while len(out) < max_messages:
         n = min(n, MAX_CHUNK, max_messages - len(out))
         conn.execute("SAVEPOINT sp_claims")  # queued: it travels with the claims
-        rows = _claims(conn, sql, params, [new_token() for _ in range(n)], delete)
+        try:
+            rows = _claims(conn, sql, params, [new_token() for _ in range(n)], delete)
+        except ResultTooLarge:
+            # The chunk's rows together are over sqld's response limit (large bodies): the
+            # claims ran on the server, their answer did not come back. Undo the chunk;
+            # the loop claims one row per answer (a later Receive takes the rest).
+            conn.execute("ROLLBACK TO sp_claims")
+            conn.execute("RELEASE sp_claims")
+            return out if out else one_by_one(max_messages)
         got: list[Message] = []
         for row in rows:
             if row is None:

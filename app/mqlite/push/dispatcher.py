@@ -26,17 +26,18 @@ import contextlib
 import logging
 import threading
 from collections.abc import Callable
-from typing import Any, TypeVar
-
-import httpx
+from typing import TYPE_CHECKING, Any, TypeVar
 
 from mqlite import defaults, errors
 from mqlite.engine import Engine, retry
 from mqlite.engine.push_registry import StoredPush
 from mqlite.push import signing
-from mqlite.push.attempt import COMPLETE, RETRY, Outcome, post
-from mqlite.push.transport import make_client
 from mqlite.types import Message
+
+if TYPE_CHECKING:  # httpx (~3 MB resident) loads only once a push target exists
+    import httpx
+
+    from mqlite.push.attempt import Outcome
 
 log = logging.getLogger("mqlite.push")
 T = TypeVar("T")
@@ -146,6 +147,8 @@ class PushDispatcher:
                         await asyncio.gather(*inflight, return_exceptions=True)
                         await client.aclose()
                     size = target.max_in_flight
+                    from mqlite.push.transport import make_client  # (lazily: see the imports)
+
                     client = make_client(engine.pushes.egress, size)
                 kick.clear()
                 waiter = engine.notifier.register(queue, wake)
@@ -191,6 +194,8 @@ class PushDispatcher:
         headers = signing.headers(target.key(), msg, now // 1000)
         renewing = asyncio.create_task(self._renew(msg))
         try:
+            from mqlite.push.attempt import post
+
             outcome = await post(client, target.url, headers, msg.body, target.timeout_ms, now)
         finally:
             renewing.cancel()
@@ -221,6 +226,8 @@ class PushDispatcher:
 
     async def _settle(self, target: StoredPush, msg: Message, outcome: Outcome) -> int:
         """Settle by the outcome; returns when the message is due again (0: settled)."""
+        from mqlite.push.attempt import COMPLETE, RETRY
+
         engine, q, seq, token = self._engine, msg.queue, msg.seq_number, msg.lock_token
         if outcome.kind == COMPLETE:
             await self._db(engine.complete, q, seq, token)
