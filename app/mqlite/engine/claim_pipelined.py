@@ -72,8 +72,7 @@ def claim_batch(
             # The chunk's rows together are over sqld's response limit (large bodies): the
             # claims ran on the server, their answer did not come back. Undo the chunk;
             # the loop claims one row per answer (a later Receive takes the rest).
-            conn.execute("ROLLBACK TO sp_claims")
-            conn.execute("RELEASE sp_claims")
+            _undo_chunk(conn)
             return out if out else one_by_one(max_messages)
         got: list[Message] = []
         for row in rows:
@@ -88,8 +87,7 @@ def claim_batch(
                 break
         if budget >= defaults.RESPONSE_BYTE_BUDGET and len(got) < len(rows) and rows[len(got)]:
             # More were claimed than the loop would have: undo the chunk, claim one by one.
-            conn.execute("ROLLBACK TO sp_claims")
-            conn.execute("RELEASE sp_claims")
+            _undo_chunk(conn)
             return out + one_by_one(len(got))
         conn.execute("RELEASE sp_claims")  # queued: it travels with the COMMIT
         out += got
@@ -100,6 +98,12 @@ def claim_batch(
         hints.clear()  # bounded: a broker with very many queues starts them small again
     hints[queue] = len(out)
     return out
+
+
+def _undo_chunk(conn: RemoteConnection) -> None:
+    """Roll the chunk's claims back (both ways out of a chunk the loop must redo)."""
+    conn.execute("ROLLBACK TO sp_claims")
+    conn.execute("RELEASE sp_claims")
 
 
 def _claims(
