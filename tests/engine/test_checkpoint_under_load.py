@@ -6,34 +6,45 @@ nearly always under load (the crash drill's checkpoint kill point was never reac
 from __future__ import annotations
 
 import threading
+from collections.abc import Callable
 from pathlib import Path
 
 import mqlite
 from mqlite.engine.engine import Engine
 
 
-def test_checkpoints_and_vacuums_succeed_while_sends_are_group_committed(tmp_path: Path) -> None:
-    mq = mqlite.open_embedded(f"file:{tmp_path / 'mq.db'}", background=False)
-    mq.create_queue("q")
+def while_four_threads_send(send: Callable[[], object], action: Callable[[], object]) -> int:
+    """Run ``action`` 40 times while four threads send one message each in a loop (so the
+    writer forms group-commit batches); returns how many messages the threads sent."""
     stop = threading.Event()
     sent = [0] * 4
 
-    def send(i: int) -> None:
+    def sender(i: int) -> None:
         while not stop.is_set():
-            mq.send_one("q", mqlite.OutMessage(body=b"x"))
+            send()
             sent[i] += 1
 
-    threads = [threading.Thread(target=send, args=(i,)) for i in range(4)]
+    threads = [threading.Thread(target=sender, args=(i,)) for i in range(4)]
     for t in threads:
         t.start()
     try:
         for _ in range(40):
-            mq.vacuum()  # a WAL checkpoint, incremental_vacuum, a checkpoint again
+            action()
     finally:
         stop.set()
         for t in threads:
             t.join()
-    assert mq.stats("q").active == sum(sent) > 0
+    return sum(sent)
+
+
+def test_checkpoints_and_vacuums_succeed_while_sends_are_group_committed(tmp_path: Path) -> None:
+    mq = mqlite.open_embedded(f"file:{tmp_path / 'mq.db'}", background=False)
+    mq.create_queue("q")
+    sent = while_four_threads_send(
+        lambda: mq.send_one("q", mqlite.OutMessage(body=b"x")),
+        mq.vacuum,  # a WAL checkpoint, incremental_vacuum, a checkpoint again
+    )
+    assert mq.stats("q").active == sent > 0
     mq.close()
 
 
@@ -46,23 +57,9 @@ def test_the_reclaim_pass_of_the_scheduler_succeeds_while_sends_are_group_commit
     reclaim task was reported failed under load."""
     eng = Engine(f"file:{tmp_path / 'mq.db'}")
     eng.create_queue("q")
-    stop = threading.Event()
-    sent = [0] * 4
-
-    def send(i: int) -> None:
-        while not stop.is_set():
-            eng.writer.call_on_thread(eng.send, "q", [mqlite.OutMessage(body=b"x")])
-            sent[i] += 1
-
-    threads = [threading.Thread(target=send, args=(i,)) for i in range(4)]
-    for t in threads:
-        t.start()
-    try:
-        for _ in range(40):
-            eng.writer.call_on_thread(eng.reclaim_pass)
-    finally:
-        stop.set()
-        for t in threads:
-            t.join()
-    assert eng.stats("q").active == sum(sent) > 0
+    sent = while_four_threads_send(
+        lambda: eng.writer.call_on_thread(eng.send, "q", [mqlite.OutMessage(body=b"x")]),
+        lambda: eng.writer.call_on_thread(eng.reclaim_pass),
+    )
+    assert eng.stats("q").active == sent > 0
     eng.close()
