@@ -22,7 +22,7 @@ import yaml
 from appliance_support import REPO
 
 from mqlite.config import Settings
-from mqlite.engine.store import parse_dsn
+from mqlite.engine.location import parse_dsn
 
 BIN = Path(sys.executable).parent  # check-jsonschema and hadolint live in the venv
 REMOTE_VARS = ("MQLITE_DB", "MQLITE_DB_REPLICA", "MQLITE_DB_AUTH_TOKEN")

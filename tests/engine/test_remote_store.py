@@ -12,8 +12,8 @@ from mqlite import OutMessage, QueueConfig, errors
 from mqlite.clock import FakeClock
 from mqlite.config import Settings
 from mqlite.engine.hrana import decode_value, encode_value
+from mqlite.engine.location import parse_dsn
 from mqlite.engine.remote import bind, parse_remote
-from mqlite.engine.store import parse_dsn
 from sqld_harness import Sqld
 
 T0 = 1_700_000_000_000

@@ -14,6 +14,7 @@ import pytest
 import mqlite
 from mqlite import errors, testing
 from mqlite.engine import store
+from mqlite.engine.location import parse_dsn
 
 APP_DIR = str(Path(__file__).resolve().parents[2] / "app")
 
@@ -252,7 +253,7 @@ def test_missing_directory_is_a_clear_error(tmp_path: Path) -> None:
     ],
 )
 def test_dsn_forms(dsn: str, memory: bool) -> None:
-    assert store.parse_dsn(dsn).is_memory is memory
+    assert parse_dsn(dsn).is_memory is memory
 
 
 def test_sequence_numbers_are_never_reused_across_reopen(db_path: Path) -> None:

@@ -20,7 +20,7 @@ from collections.abc import Callable, Mapping
 
 from mqlite import replica
 from mqlite.config import ConfigError
-from mqlite.engine.store import parse_dsn
+from mqlite.engine.location import parse_dsn
 
 RESTORE_TIMEOUT_S = 3600  # a large database over a slow link; a hung S3 is not forever
 

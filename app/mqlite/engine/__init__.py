@@ -13,8 +13,9 @@ from typing import TYPE_CHECKING, Any
 if TYPE_CHECKING:
     from mqlite.engine.disk import DiskLimits
     from mqlite.engine.engine import Engine
+    from mqlite.engine.location import Location
     from mqlite.engine.maintenance import DLQBounds
-    from mqlite.engine.store import SCHEMA_VERSION, Location
+    from mqlite.engine.store import SCHEMA_VERSION
     from mqlite.engine.tx import EngineTx
 
 _LAZY = {
@@ -22,7 +23,7 @@ _LAZY = {
     "Engine": "mqlite.engine.engine",
     "DLQBounds": "mqlite.engine.maintenance",
     "SCHEMA_VERSION": "mqlite.engine.store",
-    "Location": "mqlite.engine.store",
+    "Location": "mqlite.engine.location",
     "EngineTx": "mqlite.engine.tx",
 }
 

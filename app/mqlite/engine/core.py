@@ -20,6 +20,7 @@ from mqlite.engine.catalog import Catalog
 from mqlite.engine.disk import DiskGuard, DiskLimits
 from mqlite.engine.egress import Egress, parse_networks
 from mqlite.engine.key_cache import KeyCache
+from mqlite.engine.location import Location, parse_dsn
 from mqlite.engine.maintenance import DLQBounds, recover_locks_by_queue
 from mqlite.engine.maintenance_runs import MaintenanceRuns
 from mqlite.engine.measure import MessageEffects, StorageOps
@@ -29,7 +30,6 @@ from mqlite.engine.push_registry import PushRegistry
 from mqlite.engine.read_replica import ReplicaReads
 from mqlite.engine.schedule_measures import ScheduleMeasures
 from mqlite.engine.storage_errors import translate
-from mqlite.engine.store import Location, parse_dsn
 from mqlite.engine.writer import Writer
 
 F = TypeVar("F", bound=Callable[..., Any])

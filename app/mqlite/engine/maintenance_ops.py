@@ -19,9 +19,9 @@ from mqlite.engine import killpoints, maintenance
 from mqlite.engine.audit_ops import Audit
 from mqlite.engine.core import EngineCore, outside_transaction, serialized
 from mqlite.engine.diagnostics import INTERRUPTIONS
+from mqlite.engine.location import require_file
 from mqlite.engine.part import Part
 from mqlite.engine.schedules import Schedules
-from mqlite.engine.store import require_file
 
 VACUUM_SQL = "VACUUM"
 

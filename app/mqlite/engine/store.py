@@ -29,13 +29,11 @@ from mqlite.engine import killpoints, migrations
 from mqlite.engine.file_lock import DatabaseLock, check_free
 from mqlite.engine.lease import Lease
 from mqlite.engine.lease import check_free as check_lease_free
+from mqlite.engine.location import parse_dsn
 from mqlite.engine.remote import (
     RemoteConnection,
-    RemoteTarget,
     RemoteUnreachable,
     TransactionLost,
-    is_remote,
-    parse_remote,
 )
 
 log = logging.getLogger("mqlite.engine")
@@ -66,53 +64,6 @@ def schema_statements() -> list[str]:
     """``schema.sql`` split into single statements (full-line ``--`` comments dropped)."""
     lines = [ln for ln in schema_sql().splitlines() if not ln.lstrip().startswith("--")]
     return [s.strip() for s in "\n".join(lines).split(";") if s.strip()]
-
-
-@dataclass(frozen=True, slots=True)
-class Location:
-    """Where a DSN points: a local ``path``, a ``remote`` libSQL server, or neither
-    (an in-memory database)."""
-
-    path: str | None
-    remote: RemoteTarget | None = None
-
-    @property
-    def is_memory(self) -> bool:
-        return self.path is None and self.remote is None
-
-    @property
-    def is_remote(self) -> bool:
-        return self.remote is not None
-
-    @property
-    def backend(self) -> str:
-        if self.remote is not None:
-            return "remote libSQL/Turso"
-        return "memory" if self.path is None else "local file"
-
-    @property
-    def shown(self) -> str:
-        """What Status shows: the path, ``:memory:``, or the masked remote host."""
-        if self.remote is not None:
-            return self.remote.masked
-        return self.path or ":memory:"
-
-
-def parse_dsn(dsn: str) -> Location:
-    """Accept ``:memory:``/empty, ``file:<path>[?query]`` and a bare path.
-
-    The query string is dropped: mqlite sets its own pragmas, so options smuggled in a DSN
-    cannot weaken durability or the single-writer guard.
-    """
-    text = (dsn or "").strip()
-    if is_remote(text):
-        return Location(None, parse_remote(text))
-    if text.startswith("file:"):
-        text = text[len("file:") :]
-    text = text.split("?", 1)[0]
-    if text in ("", ":memory:"):
-        return Location(None)
-    return Location(os.path.realpath(os.path.abspath(os.path.expanduser(text))))
 
 
 # How the engine checkpoints the WAL. TRUNCATE (the default) folds the WAL back into the
@@ -513,20 +464,6 @@ class _Transaction:
                     log.exception("after-commit callback failed")
         finally:
             store.lock.release()
-
-
-def require_file(location: Location, what: str) -> str:
-    """The database file of ``location`` for a local-only operation (backup, vacuum,
-    restore, checkpoint): refused, naming the reason, for memory and a remote server."""
-    if location.remote is not None:
-        raise errors.InvalidArgument(
-            f"{what} is a local-file operation: the remote libSQL server "
-            f"{location.remote.masked} owns its storage (use the provider's backups and "
-            "compaction)"
-        )
-    if location.path is None:
-        raise errors.InvalidArgument(f"{what} needs a database file, not :memory:")
-    return location.path
 
 
 def _check_guard(conn: sqlite3.Connection) -> str | None:

@@ -21,7 +21,7 @@ from mqlite.config import push_allow_networks as config_push_allow_networks
 from mqlite.engine import SCHEMA_VERSION, DiskLimits, DLQBounds, Engine, EngineTx
 from mqlite.engine import backup as snapshots
 from mqlite.engine.backup import DatabaseFacts, Progress, Snapshot
-from mqlite.engine.store import parse_dsn, require_file
+from mqlite.engine.location import parse_dsn, require_file
 from mqlite.scheduling import MaintenanceScheduler
 from mqlite.sdk.embedded_methods import EmbeddedMethods
 from mqlite.version import VERSION as __version__

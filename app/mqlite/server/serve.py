@@ -20,7 +20,8 @@ from gunicorn.app.base import BaseApplication
 from mqlite import defaults, errors
 from mqlite.config import Settings
 from mqlite.engine.lease import name_this_broker
-from mqlite.engine.store import check_lock_free, parse_dsn
+from mqlite.engine.location import parse_dsn
+from mqlite.engine.store import check_lock_free
 from mqlite.server import diagnostic_log, jsonlog
 from mqlite.server.bindcheck import bind_problem, display
 from mqlite.version import VERSION as __version__
