@@ -21,15 +21,15 @@ from mqlite.sdk.consumer import (
     Shared,
     log,
 )
+from mqlite.sdk.receiver_core import ReceiverCore, ReceiverPart
 from mqlite.sdk.retry import retry_after_ms
 from mqlite.types import Message, ReceiveMode
 
 if TYPE_CHECKING:
-    from mqlite.sdk.receiver_core import ReceiverCore
     from mqlite.sdk.stopping import Stopping
 
 
-class Claiming:
+class Claiming(ReceiverPart):
     """The poll thread's part of the ``Receiver``."""
 
     _stopping = Shared[bool]()
@@ -38,20 +38,12 @@ class Claiming:
     _renew_dirty = Shared[bool]()
 
     def __init__(self, receiver: ReceiverCore, stopper: Stopping) -> None:
-        self._receiver = receiver
-        self._client = receiver._client
-        self._queue = receiver._queue
-        self._clock = receiver._clock
+        super().__init__(receiver)
         self._concurrency = receiver._concurrency
         self._max_messages = receiver._max_messages
         self._wait_ms = receiver._wait_ms
         self._retry = receiver._retry
-        self._cond = receiver._cond
-        self._inflight = receiver._inflight
         self._work = receiver._work
-        self._counts = receiver._counts
-        self._count = receiver._count
-        self._report = receiver._report
         self._fail = stopper._fail
         self._abandon_all = stopper._abandon_all
 

@@ -20,10 +20,10 @@ from mqlite.sdk.consumer import (
     log,
 )
 from mqlite.sdk.inbox import TxClient, TxHandler
+from mqlite.sdk.receiver_core import ReceiverCore, ReceiverPart
 from mqlite.types import Message
 
 if TYPE_CHECKING:
-    from mqlite.sdk.receiver_core import ReceiverCore
     from mqlite.sdk.stopping import Stopping
 
 
@@ -31,14 +31,11 @@ class _Released(Exception):
     """stop() abandoned the message while its transactional handler ran."""
 
 
-class MessageHandling:
+class MessageHandling(ReceiverPart):
     """The worker threads' part of the ``Receiver``."""
 
     def __init__(self, receiver: ReceiverCore, stopper: Stopping) -> None:
-        self._client = receiver._client
-        self._queue = receiver._queue
-        self._cond = receiver._cond
-        self._inflight = receiver._inflight
+        super().__init__(receiver)
         self._work = receiver._work
         self._handler = receiver._handler
         self._tx_client = receiver._tx_client
@@ -46,8 +43,6 @@ class MessageHandling:
         self._backoff = receiver._backoff
         self._on_error = receiver._on_error
         self._queue_retries: bool | None = None  # the queue has a retry policy (None: not asked)
-        self._count = receiver._count
-        self._report = receiver._report
         self._fail = stopper._fail
 
     def _failure_delay(self, msg: Message) -> int:

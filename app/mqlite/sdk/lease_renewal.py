@@ -19,14 +19,14 @@ from mqlite.sdk.consumer import (
     log,
     renewal_delay_ms,
 )
+from mqlite.sdk.receiver_core import ReceiverCore, ReceiverPart
 from mqlite.types import BatchResult, Message
 
 if TYPE_CHECKING:
-    from mqlite.sdk.receiver_core import ReceiverCore
     from mqlite.sdk.stopping import Stopping
 
 
-class LeaseRenewal:
+class LeaseRenewal(ReceiverPart):
     """The renewer thread's part of the ``Receiver``."""
 
     _error = Shared[BaseException | None]()
@@ -34,15 +34,7 @@ class LeaseRenewal:
     _renew_dirty = Shared[bool]()
 
     def __init__(self, receiver: ReceiverCore, stopper: Stopping) -> None:
-        self._receiver = receiver
-        self._client = receiver._client
-        self._queue = receiver._queue
-        self._clock = receiver._clock
-        self._cond = receiver._cond
-        self._counts = receiver._counts
-        self._inflight = receiver._inflight
-        self._count = receiver._count
-        self._report = receiver._report
+        super().__init__(receiver)
         self._fail = stopper._fail
 
     def _renewable(self) -> list[Lease]:

@@ -100,3 +100,20 @@ class ReceiverCore:
             err = self._error
         if err is not None:
             raise err
+
+
+class ReceiverPart:
+    """A part of the Receiver (one thread's verbs): the core's set-once state every part
+    uses, bound as plain attributes under the core's names; a part binds the rest it
+    needs itself and declares the fields it reassigns as ``Shared``."""
+
+    def __init__(self, receiver: ReceiverCore) -> None:
+        self._receiver = receiver
+        self._client = receiver._client
+        self._queue = receiver._queue
+        self._clock = receiver._clock
+        self._cond = receiver._cond
+        self._inflight = receiver._inflight
+        self._counts = receiver._counts
+        self._count = receiver._count
+        self._report = receiver._report

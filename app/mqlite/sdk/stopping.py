@@ -10,17 +10,14 @@ from __future__ import annotations
 
 import threading
 from collections.abc import Sequence
-from typing import TYPE_CHECKING
 
 from mqlite import errors
 from mqlite.sdk.consumer import Shared, log
+from mqlite.sdk.receiver_core import ReceiverCore, ReceiverPart
 from mqlite.types import Message
 
-if TYPE_CHECKING:
-    from mqlite.sdk.receiver_core import ReceiverCore
 
-
-class Stopping:
+class Stopping(ReceiverPart):
     """The drainer thread's part of the ``Receiver``, and the fatal-error path of all."""
 
     _error = Shared[BaseException | None]()
@@ -34,19 +31,12 @@ class Stopping:
     _renew_stop = Shared[bool]()
 
     def __init__(self, receiver: ReceiverCore) -> None:
-        self._receiver = receiver
-        self._client = receiver._client
-        self._queue = receiver._queue
-        self._clock = receiver._clock
+        super().__init__(receiver)
         self._concurrency = receiver._concurrency
-        self._cond = receiver._cond
-        self._inflight = receiver._inflight
         self._work = receiver._work
         self._internal = receiver._internal
         self._launched = receiver._launched
         self._stopped = receiver._stopped
-        self._count = receiver._count
-        self._report = receiver._report
 
     def _fail(self, exc: BaseException) -> None:
         """A fatal error: remember the first, stop claiming, drain in the background."""
