@@ -70,10 +70,8 @@ def add(ctx: Context) -> int:
         properties=_props(g.prop),
     )  # fmt: skip
     s = ctx.client.create_schedule(g.name, g.cron, g.queue, msg, g.tz, g.catch_up, g.paused)
-    if ctx.out.json:
-        ctx.out.wire(wire.CREATE_SCHEDULE, wire.ScheduleResponse.of(s))
-    else:
-        ctx.out.line(f"schedule {s.name}: {s.cron} ({s.timezone}) -> {s.queue}, {_next(s)}")
+    text = f"schedule {s.name}: {s.cron} ({s.timezone}) -> {s.queue}, {_next(s)}"
+    ctx.out.answer(wire.CREATE_SCHEDULE, wire.ScheduleResponse.of(s), text)
     return 0
 
 
@@ -85,13 +83,11 @@ def _next(s: Schedule) -> str:
 
 def list_schedules(ctx: Context) -> int:
     schedules = ctx.client.list_schedules()
-    if ctx.out.json:
-        ctx.out.wire(wire.LIST_SCHEDULES, wire.ListSchedulesResponse.of(schedules))
-        return 0
-    if not schedules:
-        ctx.out.line("no schedules")
-        return 0
-    ctx.out.table(
+    ctx.out.listing(
+        wire.LIST_SCHEDULES,
+        wire.ListSchedulesResponse.of(schedules),
+        schedules,
+        "no schedules",
         ("NAME", "CRON", "TZ", "QUEUE", "STATUS", "NEXT", "LAST", "FIRED", "BODY"),
         (
             (

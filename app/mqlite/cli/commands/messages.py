@@ -100,19 +100,15 @@ def schedule(ctx: Context) -> int:
     msg = _out_message(ctx)
     at_ms = a.at_time(ctx.args.at, SYSTEM_CLOCK.now_ms())
     seqs = [int(s) for s in ctx.client.schedule(ctx.args.queue, [msg], at_ms, ctx.args.ttl)]
-    if ctx.out.json:
-        ctx.out.wire(wire.SCHEDULE, wire.SendResponse(tuple(seqs)))
-    else:
-        ctx.out.line(f"scheduled {ctx.args.queue} seq={seqs[0]} at={when_text(at_ms)}")
+    text = f"scheduled {ctx.args.queue} seq={seqs[0]} at={when_text(at_ms)}"
+    ctx.out.answer(wire.SCHEDULE, wire.SendResponse(tuple(seqs)), text)
     return 0
 
 
 def cancel(ctx: Context) -> int:
     ctx.client.cancel(ctx.args.queue, ctx.args.seq)
-    if ctx.out.json:
-        ctx.out.wire(wire.CANCEL, wire.OkResponse())
-    else:
-        ctx.out.line(f"cancelled {ctx.args.queue} seq={ctx.args.seq}")
+    text = f"cancelled {ctx.args.queue} seq={ctx.args.seq}"
+    ctx.out.answer(wire.CANCEL, wire.OkResponse(), text)
     return 0
 
 

@@ -4,6 +4,7 @@ status and test-filter."""
 from __future__ import annotations
 
 import argparse
+from collections.abc import Iterator
 from typing import Any
 
 from mqlite import wire
@@ -185,72 +186,60 @@ def _ensure_queue(ctx: Context, cfg: QueueConfig) -> int:
 def delete_queue(ctx: Context) -> int:
     g = ctx.args
     ctx.client.delete_queue(g.name, g.generation)
-    if ctx.out.json:
-        ctx.out.wire(wire.DELETE_QUEUE, wire.DeleteQueueResponse(True))
-    else:
-        ctx.out.line(f"deleted queue {g.name}")
+    ctx.out.answer(wire.DELETE_QUEUE, wire.DeleteQueueResponse(True), f"deleted queue {g.name}")
     return 0
 
 
 def subscribe(ctx: Context) -> int:
     g = ctx.args
     ctx.client.subscribe(g.topic, g.name, g.expr)
-    if ctx.out.json:
-        ctx.out.wire(wire.SUBSCRIBE, wire.EmptyResponse())
-    else:
-        shown = f" where {g.expr}" if g.expr else " (all messages)"
-        ctx.out.line(f"subscribed {g.name} to topic {g.topic}{shown}")
+    shown = f" where {g.expr}" if g.expr else " (all messages)"
+    text = f"subscribed {g.name} to topic {g.topic}{shown}"
+    ctx.out.answer(wire.SUBSCRIBE, wire.EmptyResponse(), text)
     return 0
 
 
 def unsubscribe(ctx: Context) -> int:
-    ctx.client.unsubscribe(ctx.args.topic, ctx.args.name)
-    if ctx.out.json:
-        ctx.out.wire(wire.UNSUBSCRIBE, wire.EmptyResponse())
-    else:
-        ctx.out.line(f"unsubscribed {ctx.args.name} from topic {ctx.args.topic}")
+    g = ctx.args
+    ctx.client.unsubscribe(g.topic, g.name)
+    text = f"unsubscribed {g.name} from topic {g.topic}"
+    ctx.out.answer(wire.UNSUBSCRIBE, wire.EmptyResponse(), text)
     return 0
 
 
 def list_queues(ctx: Context) -> int:
     queues = list(ctx.client.list_queues())
-    if ctx.out.json:
-        ctx.out.wire(wire.LIST_QUEUES, wire.ListQueuesResponse.of(queues))
-        return 0
-    if not queues:
-        ctx.out.line("no queues")
-        return 0
-    # A subscription's backing queue carries the subscription's name; show its topic.
-    topics = {s.name: s.topic for s in ctx.client.list_subscriptions()}
-    ctx.out.table(
+
+    def rows() -> Iterator[tuple[object, ...]]:
+        # A subscription's backing queue carries the subscription's name; show its topic.
+        topics = {s.name: s.topic for s in ctx.client.list_subscriptions()}
+        for q in queues:
+            c = q.config
+            yield (q.name, c.kind, topics.get(q.name, "-"), c.ordering_mode or "standard",
+                   ms_text(c.lock_duration_ms), c.max_delivery_count, ms_text(c.default_ttl_ms),
+                   ms_text(c.dedup_window_ms), q.generation or "-")  # fmt: skip
+
+    ctx.out.listing(
+        wire.LIST_QUEUES,
+        wire.ListQueuesResponse.of(queues),
+        queues,
+        "no queues",
         ("NAME", "KIND", "TOPIC", "ORDERING", "LOCK", "MAX-DELIVERY", "TTL", "DEDUP", "GENERATION"),
-        (
-            (
-                q.name,
-                q.config.kind,
-                topics.get(q.name, "-"),
-                q.config.ordering_mode or "standard",
-                ms_text(q.config.lock_duration_ms),
-                q.config.max_delivery_count,
-                ms_text(q.config.default_ttl_ms),
-                ms_text(q.config.dedup_window_ms),
-                q.generation or "-",
-            )
-            for q in queues
-        ),
+        rows(),
     )
     return 0
 
 
 def list_subscriptions(ctx: Context) -> int:
     subs = list(ctx.client.list_subscriptions())
-    if ctx.out.json:
-        ctx.out.wire(wire.LIST_SUBSCRIPTIONS, wire.ListSubscriptionsResponse.of(subs))
-        return 0
-    if not subs:
-        ctx.out.line("no subscriptions")
-        return 0
-    ctx.out.table(("TOPIC", "NAME", "FILTER"), ((s.topic, s.name, s.expr or "*") for s in subs))
+    ctx.out.listing(
+        wire.LIST_SUBSCRIPTIONS,
+        wire.ListSubscriptionsResponse.of(subs),
+        subs,
+        "no subscriptions",
+        ("TOPIC", "NAME", "FILTER"),
+        ((s.topic, s.name, s.expr or "*") for s in subs),
+    )
     return 0
 
 
