@@ -22,13 +22,7 @@ async def redrive(ctx: Context, req: w.RedriveRequest) -> w.RedriveResponse:
     learn what it moved: 499)."""
     ctx.log["queue"] = req.queue
     target = req.target or None
-    for name, value in (
-        ("max", req.max),
-        ("older_than_ms", req.older_than_ms),
-        ("rate_per_sec", req.rate_per_sec),
-    ):
-        if value < 0:
-            raise errors.InvalidArgument(f"{name} must not be negative")
+    _non_negative(max=req.max, older_than_ms=req.older_than_ms, rate_per_sec=req.rate_per_sec)
     moved = 0
     walk: Walk | None = None
     gone = asyncio.Event()
@@ -64,9 +58,7 @@ async def redrive(ctx: Context, req: w.RedriveRequest) -> w.RedriveResponse:
 async def purge(ctx: Context, req: w.PurgeRequest) -> w.PurgeResponse:
     """Chunk by chunk, like Redrive (unpaced): other work runs between them."""
     ctx.log["queue"] = req.queue
-    for name, value in (("max", req.max), ("older_than_ms", req.older_than_ms)):
-        if value < 0:
-            raise errors.InvalidArgument(f"{name} must not be negative")
+    _non_negative(max=req.max, older_than_ms=req.older_than_ms)
     purged = 0
     walk: Walk | None = None
     for chunk, _ in chunk_plan(req.max, 0):
@@ -84,3 +76,10 @@ async def purge(ctx: Context, req: w.PurgeRequest) -> w.PurgeResponse:
         if n < chunk or ctx.runtime.draining:
             break
     return w.PurgeResponse(purged)
+
+
+def _non_negative(**fields: int) -> None:
+    """A walk's bounds: 0 means none, a negative one is a 400 naming the field."""
+    for name, value in fields.items():
+        if value < 0:
+            raise errors.InvalidArgument(f"{name} must not be negative")

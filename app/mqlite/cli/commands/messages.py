@@ -27,20 +27,13 @@ def _message_flags(p: argparse.ArgumentParser) -> None:
         "--prop",
         action="append",
         default=[],
-        type=_prop,
+        type=a.prop,
         metavar="K=V",
         help='application property (repeatable): what filters read as properties["K"]',
     )
     p.add_argument(
         "--ttl", type=a.duration, metavar="DURATION", default=None, help="per-message TTL"
     )
-
-
-def _prop(text: str) -> tuple[str, str]:
-    key, sep, value = text.partition("=")
-    if not sep or not key:
-        raise argparse.ArgumentTypeError(f"{text!r} is not K=V")
-    return key, value
 
 
 def register(sub: Any, common: argparse.ArgumentParser) -> None:
