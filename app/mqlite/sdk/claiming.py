@@ -18,7 +18,6 @@ from mqlite.sdk.consumer import (
     FATAL_ERRORS,
     RETRY_FLOOR_MS,
     Lease,
-    Shared,
     log,
 )
 from mqlite.sdk.receiver_core import ReceiverCore, ReceiverPart
@@ -32,10 +31,9 @@ if TYPE_CHECKING:
 class Claiming(ReceiverPart):
     """The poll thread's part of the ``Receiver``."""
 
-    _stopping = Shared[bool]()
-    _in_receive = Shared[bool]()
-    _poll_alive = Shared[bool]()
-    _renew_dirty = Shared[bool]()
+    # The flags it shares with the other threads are read and written on the core itself
+    # (``self._receiver._stopping``), not through ``Shared``: the wait below re-reads them
+    # at every settlement, so they cost a plain attribute lookup, never a descriptor call.
 
     def __init__(self, receiver: ReceiverCore, stopper: Stopping) -> None:
         super().__init__(receiver)
@@ -54,12 +52,12 @@ class Claiming(ReceiverPart):
         try:
             while True:
                 with self._cond:
-                    while not self._stopping and len(self._inflight) >= self._concurrency:
+                    while not self._receiver._stopping and len(self._inflight) >= self._concurrency:
                         self._cond.wait()
-                    if self._stopping:
+                    if self._receiver._stopping:
                         return
                     n = min(self._concurrency - len(self._inflight), self._max_messages)
-                    self._in_receive = True
+                    self._receiver._in_receive = True
                 # One attempt id per logical claim, reused by its retries: if a receive
                 # claimed but its answer was lost, the retry gets the same messages back
                 # instead of leaving them locked until their leases lapse.
@@ -98,7 +96,7 @@ class Claiming(ReceiverPart):
                 leftovers = self._dispatch(got, n)
                 if leftovers:
                     self._abandon_all(
-                        leftovers, "abandoned_on_stop" if self._stopping else "abandoned"
+                        leftovers, "abandoned_on_stop" if self._receiver._stopping else "abandoned"
                     )
                 if not got:
                     elapsed = self._clock.monotonic_ms() - started
@@ -106,16 +104,16 @@ class Claiming(ReceiverPart):
                         self._pause(EMPTY_POLL_FLOOR_MS - elapsed)
         finally:
             with self._cond:
-                self._in_receive = False
-                self._poll_alive = False
+                self._receiver._in_receive = False
+                self._receiver._poll_alive = False
                 self._cond.notify_all()
 
     def _leave_receive(self) -> bool:
         """Mark the receive as over; True if the receiver is stopping meanwhile."""
         with self._cond:
-            self._in_receive = False
+            self._receiver._in_receive = False
             self._cond.notify_all()
-            return self._stopping
+            return self._receiver._stopping
 
     def _dispatch(self, got: list[Message], asked: int) -> list[Message]:
         """Hand claimed messages to the workers; return those to abandon instead.
@@ -126,8 +124,8 @@ class Claiming(ReceiverPart):
         leftovers: list[Message] = []
         counts, inflight, work = self._counts, self._inflight, self._work
         with self._cond:
-            self._in_receive = False
-            stopping = self._stopping  # fixed while the condition is held
+            self._receiver._in_receive = False
+            stopping = self._receiver._stopping  # fixed while the condition is held
             for i, msg in enumerate(got):
                 if not msg.lock_token:
                     continue  # nothing to settle or renew (not a peek-lock claim)
@@ -138,7 +136,7 @@ class Claiming(ReceiverPart):
                 lease = Lease(msg)
                 inflight[lease.key] = lease
                 work.put(lease)
-            self._renew_dirty = True
+            self._receiver._renew_dirty = True
             self._cond.notify_all()
         return leftovers
 
@@ -146,7 +144,7 @@ class Claiming(ReceiverPart):
         """Wait ``ms`` unless stop() is called first (never a bare sleep: stop is prompt)."""
         with self._cond:
             end = self._clock.monotonic_ms() + ms
-            while not self._stopping:
+            while not self._receiver._stopping:
                 remaining = end - self._clock.monotonic_ms()
                 if remaining <= 0:
                     return
