@@ -32,12 +32,12 @@ from mqlite import defaults, errors
 from mqlite.engine import Engine, retry
 from mqlite.engine.push_registry import StoredPush
 from mqlite.push import signing
+from mqlite.push.attempt import COMPLETE, RETRY, Outcome, post
+from mqlite.push.transport import Slots, ssl_context
 from mqlite.types import Message
 
-if TYPE_CHECKING:  # httpx (~3 MB resident) loads only once a push target exists
-    import httpx
-
-    from mqlite.push.attempt import Outcome
+if TYPE_CHECKING:
+    import ssl
 
 log = logging.getLogger("mqlite.push")
 T = TypeVar("T")
@@ -58,6 +58,7 @@ class PushDispatcher:
         self._loop: asyncio.AbstractEventLoop | None = None
         self._stopping: asyncio.Event | None = None
         self._kicks: set[asyncio.Event] = set()
+        self._ssl: ssl.SSLContext | None = None
 
     # -- lifecycle (any thread) -----------------------------------------------------------
 
@@ -127,8 +128,7 @@ class PushDispatcher:
         kick = asyncio.Event()
         self._kicks.add(kick)
         inflight: set[asyncio.Task[None]] = set()
-        client: httpx.AsyncClient | None = None
-        size = 0
+        slots: Slots | None = None
 
         def wake() -> None:  # the notifier's thread: a send or settle committed
             loop.call_soon_threadsafe(kick.set)
@@ -142,14 +142,11 @@ class PushDispatcher:
                 target = engine.push_targets().get(queue)
                 if target is None or engine.closed:
                     return
-                if client is None or size != target.max_in_flight:
-                    if client is not None:
+                if slots is None or slots.size != target.max_in_flight:
+                    if slots is not None:
                         await asyncio.gather(*inflight, return_exceptions=True)
-                        await client.aclose()
-                    size = target.max_in_flight
-                    from mqlite.push.transport import make_client  # (lazily: see the imports)
-
-                    client = make_client(engine.pushes.egress, size)
+                        slots.close()
+                    slots = self._slots(target.max_in_flight)
                 kick.clear()
                 waiter = engine.notifier.register(queue, wake)
                 try:
@@ -158,7 +155,7 @@ class PushDispatcher:
                     if not target.paused and free > 0:
                         got = await self._claim(queue, free)
                     for msg in got:
-                        task = asyncio.create_task(self._deliver(client, target, msg))
+                        task = asyncio.create_task(self._deliver(slots, target, msg))
                         inflight.add(task)
                         task.add_done_callback(done)
                     if not got or len(inflight) >= target.max_in_flight:
@@ -171,8 +168,13 @@ class PushDispatcher:
             for task in inflight:
                 task.cancel()
             await asyncio.gather(*inflight, return_exceptions=True)
-            if client is not None:
-                await client.aclose()
+            if slots is not None:
+                slots.close()
+
+    def _slots(self, size: int) -> Slots:
+        if self._ssl is None:  # one TLS context (the CA bundle read once) for every target
+            self._ssl = ssl_context()
+        return Slots(self._engine.pushes.egress, size, self._ssl)
 
     async def _claim(self, queue: str, n: int) -> list[Message]:
         """Claim up to ``n``; a failure waits a tick (never a tight loop: a closed
@@ -188,16 +190,16 @@ class PushDispatcher:
         await asyncio.sleep(self._idle_s)
         return []
 
-    async def _deliver(self, client: httpx.AsyncClient, target: StoredPush, msg: Message) -> None:
+    async def _deliver(self, slots: Slots, target: StoredPush, msg: Message) -> None:
         engine = self._engine
         now = engine.now_ms()
         headers = signing.headers(target.key(), msg, now // 1000)
         renewing = asyncio.create_task(self._renew(msg))
+        slot = slots.take()
         try:
-            from mqlite.push.attempt import post
-
-            outcome = await post(client, target.url, headers, msg.body, target.timeout_ms, now)
+            outcome = await post(slot, target.url, headers, msg.body, target.timeout_ms, now)
         finally:
+            slots.give(slot)
             renewing.cancel()
         next_at = 0
         try:
@@ -226,8 +228,6 @@ class PushDispatcher:
 
     async def _settle(self, target: StoredPush, msg: Message, outcome: Outcome) -> int:
         """Settle by the outcome; returns when the message is due again (0: settled)."""
-        from mqlite.push.attempt import COMPLETE, RETRY
-
         engine, q, seq, token = self._engine, msg.queue, msg.seq_number, msg.lock_token
         if outcome.kind == COMPLETE:
             await self._db(engine.complete, q, seq, token)
