@@ -25,7 +25,7 @@ import asyncio
 import contextlib
 import logging
 import threading
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from typing import TYPE_CHECKING, Any, TypeVar
 
 from mqlite import defaults, errors
@@ -33,8 +33,9 @@ from mqlite.engine import Engine, retry
 from mqlite.engine.push_registry import StoredPush
 from mqlite.push import signing
 from mqlite.push.attempt import COMPLETE, RETRY, Outcome, post
+from mqlite.push.completions import Completions
 from mqlite.push.transport import Slots, ssl_context
-from mqlite.types import Message
+from mqlite.types import BatchResult, Message
 
 if TYPE_CHECKING:
     import ssl
@@ -129,6 +130,7 @@ class PushDispatcher:
         self._kicks.add(kick)
         inflight: set[asyncio.Task[None]] = set()
         slots: Slots | None = None
+        completions = Completions(queue, self._complete_batch)
 
         def wake() -> None:  # the notifier's thread: a send or settle committed
             loop.call_soon_threadsafe(kick.set)
@@ -155,7 +157,7 @@ class PushDispatcher:
                     if not target.paused and free > 0:
                         got = await self._claim(queue, free)
                     for msg in got:
-                        task = asyncio.create_task(self._deliver(slots, target, msg))
+                        task = asyncio.create_task(self._deliver(slots, completions, target, msg))
                         inflight.add(task)
                         task.add_done_callback(done)
                     if not got or len(inflight) >= target.max_in_flight:
@@ -168,6 +170,7 @@ class PushDispatcher:
             for task in inflight:
                 task.cancel()
             await asyncio.gather(*inflight, return_exceptions=True)
+            await completions.close()
             if slots is not None:
                 slots.close()
 
@@ -190,7 +193,14 @@ class PushDispatcher:
         await asyncio.sleep(self._idle_s)
         return []
 
-    async def _deliver(self, slots: Slots, target: StoredPush, msg: Message) -> None:
+    async def _complete_batch(
+        self, queue: str, items: Sequence[tuple[int, str]]
+    ) -> list[BatchResult]:
+        return await self._db(self._engine.complete_batch, queue, items)
+
+    async def _deliver(
+        self, slots: Slots, completions: Completions, target: StoredPush, msg: Message
+    ) -> None:
         engine = self._engine
         now = engine.now_ms()
         headers = signing.headers(target.key(), msg, now // 1000)
@@ -203,7 +213,7 @@ class PushDispatcher:
             renewing.cancel()
         next_at = 0
         try:
-            next_at = await self._settle(target, msg, outcome)
+            next_at = await self._settle(completions, msg, outcome)
         except errors.LockLost:
             log.info("push: lock lost before settling", extra={"queue": msg.queue})
         except errors.MQLiteError as exc:
@@ -226,11 +236,12 @@ class PushDispatcher:
             with contextlib.suppress(errors.MQLiteError):
                 await self._db(self._engine.renew, msg.queue, msg.seq_number, msg.lock_token)
 
-    async def _settle(self, target: StoredPush, msg: Message, outcome: Outcome) -> int:
-        """Settle by the outcome; returns when the message is due again (0: settled)."""
+    async def _settle(self, completions: Completions, msg: Message, outcome: Outcome) -> int:
+        """Settle by the outcome; returns when the message is due again (0: settled). A
+        completion joins the target's next batch (completions.py)."""
         engine, q, seq, token = self._engine, msg.queue, msg.seq_number, msg.lock_token
         if outcome.kind == COMPLETE:
-            await self._db(engine.complete, q, seq, token)
+            await completions.complete(seq, token)
             return 0
         if outcome.kind == RETRY:
             delay, due = self._delay(q, msg.delivery_count, outcome.retry_after_ms)
