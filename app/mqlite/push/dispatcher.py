@@ -5,9 +5,9 @@ Why its own thread and loop: deliveries are network waits (an asyncio loop holds
 thousands cheaply), but claims and settlements block on SQLite; they go to the engine's
 writer thread (as the server's calls do, with group commit), and this loop is not the
 server's, so no push -- a receiver that never answers, answers a byte a second, sends
-2 GB or resets -- can delay an API request. Each target has its own HTTP client (its own
-connection pool, sized to its ``max_in_flight``) and its own deadline per POST, so one
-target cannot hold another's connections or slots either.
+2 GB or resets -- can delay an API request. Each target has its own delivery slots (one
+kept-alive connection each, transport.py) and its own deadline per POST, so one target
+cannot hold another's connections or slots either.
 
 A target's task claims up to ``max_in_flight`` minus what it has in flight (the claim
 itself keeps group_fifo to one message per group and strict_fifo to one per queue, in
@@ -15,8 +15,10 @@ order: a locked head blocks its successors), waits on the engine's notifier for 
 (at most ``idle_s``, which also picks up delayed retries as they come due), and starts a
 delivery task per message. A delivery renews the message's lock while its POST runs, so
 a slow endpoint never gets the same message twice at once, then settles it by the
-outcome (attempt.py). A crash between the POST and the settle leaves the lock to expire:
-the message is delivered again with the same ``webhook-id`` (at-least-once).
+outcome (attempt.py); completions go to the writer in batches (completions.py), and the
+slots they free are claimed again together. A crash between the POST and the settle
+leaves the lock to expire: the message is delivered again with the same ``webhook-id``
+(at-least-once).
 """
 
 from __future__ import annotations
