@@ -58,7 +58,7 @@ async def post(
         return _retry(f"push: connection failed: {_text(exc)}", started)
     except ProtocolError as exc:
         return _retry(f"push: invalid answer: {_text(exc)}", started)
-    except OSError as exc:  # a reset, a closed connection, a TLS failure mid-exchange
+    except (OSError, ValueError) as exc:  # a reset, a closed connection, a TLS failure
         return _retry(f"push: {type(exc).__name__}: {_text(exc)}", started)
     took = time.monotonic() - started
     status = answer.status

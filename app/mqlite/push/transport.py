@@ -70,7 +70,10 @@ def endpoint(url: str) -> Endpoint:
     tls = parts.scheme.lower() == "https"
     host = parts.hostname or ""
     port = parts.port or (443 if tls else 80)
-    name = f"[{host}]" if ":" in host else host.encode("idna").decode("ascii")
+    try:  # an IPv6 literal in brackets; a name in its ASCII (IDNA) form
+        name = f"[{host}]" if ":" in host else host.encode("idna").decode("ascii")
+    except UnicodeError:  # (CreatePush resolved it, so this is rare) sent as written
+        name = host
     authority = name if parts.port is None else f"{name}:{port}"
     target = quote(parts.path or "/", safe=_PATH_SAFE)
     if parts.query:
