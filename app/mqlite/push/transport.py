@@ -35,7 +35,9 @@ from urllib.parse import quote, urlsplit
 from mqlite import defaults, errors
 from mqlite.engine.egress import Egress, literal
 
-KEEPALIVE_S = 5.0
+# Idle keep-alive kept under the common 5 s server default (Node's keepAliveTimeout): a
+# connection the server is closing just then would fail its next POST (a retry).
+KEEPALIVE_S = 4.0
 MAX_HEAD_BYTES = defaults.PUSH_MAX_RESPONSE_BYTES  # an answer's head, status to blank line
 MAX_INTERIM = 8  # 1xx answers skipped before the final one
 _PATH_SAFE = "".join(chr(c) for c in range(0x21, 0x7F))  # visible ASCII stays as it is
