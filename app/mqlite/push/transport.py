@@ -90,11 +90,11 @@ class Answer:
 
 
 def ssl_context() -> ssl.SSLContext:
-    """Certificate-verifying TLS with the CA bundle httpx would use (certifi's, when it is
-    installed, as it is with httpx), else the system's."""
+    """Certificate-verifying TLS with certifi's CA bundle (a runtime dependency: the same
+    bundle httpx used, so push trusts what it trusted before), else the system's."""
     try:
         import certifi
-    except ImportError:  # pragma: no cover - certifi comes with httpx
+    except ImportError:  # pragma: no cover - certifi is a runtime dependency
         return ssl.create_default_context()
     return ssl.create_default_context(cafile=certifi.where())
 
