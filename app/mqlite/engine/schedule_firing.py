@@ -29,6 +29,7 @@ from mqlite.engine.cron import ALIASES, Cron, check_timezone, rfc3339
 from mqlite.engine.part import Part
 from mqlite.engine.schedule_rows import (
     ADVANCE_SQL,
+    ANY_SCHEDULE_SQL,
     DUE_SCHEDULES_SQL,
     FIRE_SQL,
     NEVER,
@@ -56,10 +57,22 @@ class ScheduleFiring(Part):
     def __init__(self, core: EngineCore, messaging: Sending) -> None:
         super().__init__(core)
         self.messaging = messaging
+        # True once a pass found the table empty: later passes skip the writer (a broker
+        # without schedules took it every second for nothing). Read and written only on
+        # the writer; a create clears it in its own transaction (``expect_schedules``), so
+        # the next pass looks.
+        self._none_exist = False
+
+    def expect_schedules(self) -> None:
+        """A schedule is being created: the next pass reads the table again (a rolled-back
+        create only costs that pass a look)."""
+        self._none_exist = False
 
     def fire_schedules(self) -> int:
         """Fire every slot due at the clock's time (the maintenance pass); returns how many
         messages were sent (a topic's copies count once)."""
+        if self._none_exist:  # no schedule: no writer (a stale read waits one tick at most)
+            return 0
         now = self.clock.now_ms()
         fired, after = 0, (-1, "")
         while True:
@@ -78,7 +91,11 @@ class ScheduleFiring(Part):
     @serialized
     def _due_schedules(self, now: int, after: tuple[int, str]) -> list[tuple[Any, ...]]:
         params = {"now": now, "at": after[0], "name": after[1], "limit": defaults.CRON_FIRE_BATCH}
-        return self.store.reader().execute(DUE_SCHEDULES_SQL, params).fetchall()
+        reader = self.store.reader()
+        rows: list[tuple[Any, ...]] = reader.execute(DUE_SCHEDULES_SQL, params).fetchall()
+        if not rows and after[0] < 0:
+            self._none_exist = reader.execute(ANY_SCHEDULE_SQL).fetchone() is None
+        return rows
 
     @serialized
     def _commit_firings(self, firings: list[Firing]) -> int:

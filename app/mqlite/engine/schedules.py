@@ -14,9 +14,10 @@ from dataclasses import replace
 from mqlite import defaults, errors
 from mqlite.engine import audit
 from mqlite.engine.audit import Actor
-from mqlite.engine.core import serialized
+from mqlite.engine.core import EngineCore, serialized
 from mqlite.engine.cron import Cron, check_timezone, normalize
 from mqlite.engine.part import Part
+from mqlite.engine.schedule_firing import ScheduleFiring
 from mqlite.engine.schedule_rows import (
     CATCH_UP,
     COUNT_SCHEDULES_SQL,
@@ -36,6 +37,10 @@ from mqlite.types import OutMessage, Schedule
 
 class Schedules(Part):
     """CreateSchedule / DeleteSchedule / ListSchedules (``schedule_firing.py`` fires them)."""
+
+    def __init__(self, core: EngineCore, firing: ScheduleFiring) -> None:
+        super().__init__(core)
+        self.firing = firing
 
     def create_schedule(
         self,
@@ -79,6 +84,7 @@ class Schedules(Part):
         paused: bool,
         actor: Actor | None,
     ) -> Schedule:
+        self.firing.expect_schedules()
         with self._write() as (conn, now):
             old = conn.execute(GET_SCHEDULE_SQL, (name,)).fetchone()
             if old is None and conn.execute(COUNT_SCHEDULES_SQL).fetchone()[0] >= (
