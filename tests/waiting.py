@@ -98,3 +98,12 @@ def wait_for_receiver(
     condition whenever a message leaves its hands (settled, its counters updated, its
     slot freed), so the test wakes on that change, not on a timer."""
     wait_for_condition(receiver._cond, lambda: predicate(receiver.stats()), what, deadline_s)
+
+
+def wake_receiver(receiver: Any) -> None:
+    """After a ``FakeClock`` step: wake the Receiver's threads now. Their timed waits (the
+    renewer's next pass, a pause) sleep on the Receiver's condition for a real-time
+    timeout computed from the clock; notified, they re-read the clock and act on the new
+    time at once."""
+    with receiver._cond:
+        receiver._cond.notify_all()
