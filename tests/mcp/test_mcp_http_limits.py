@@ -7,6 +7,7 @@ listener, loopback sockets; every loop bounded in count and time."""
 from __future__ import annotations
 
 import contextlib
+import select
 import socket
 import threading
 import time
@@ -18,6 +19,7 @@ import httpx
 from mcp_support import ADMIN_TOKEN, Broker, http_listener, mcp_env
 
 from mqlite import defaults
+from waiting import poll_real_process
 
 HEADERS = {
     "Accept": "application/json, text/event-stream",
@@ -88,6 +90,14 @@ def test_a_huge_pre_auth_header_is_refused_quickly_while_an_authorized_call_comp
         assert max(took) < CALL_BOUND_S, took
 
 
+def closed_by_the_peer(sockets: list[socket.socket]) -> int:
+    """How many of ``sockets`` the server closed (readable: EOF, since it sends nothing)."""
+    poller = select.poll()
+    for s in sockets:
+        poller.register(s, select.POLLIN)
+    return len(poller.poll(0))
+
+
 def test_idle_sockets_beyond_the_cap_do_not_lock_clients_out(
     broker: Broker, tmp_path: Path
 ) -> None:
@@ -99,7 +109,14 @@ def test_idle_sockets_beyond_the_cap_do_not_lock_clients_out(
         try:
             for _ in range(idle):
                 sockets.append(socket.create_connection(("127.0.0.1", port), 5))
-            time.sleep(0.5)  # let the listener accept (and evict) them
+            # Every connection past the cap closes one (the oldest idle): once the listener
+            # has accepted them all, at least that many read EOF here.
+            over = idle - (nofile - defaults.FD_RESERVE)
+            poll_real_process(
+                f"the listener to close {over} idle sockets",
+                lambda: closed_by_the_peer(sockets) >= over,
+                deadline_s=10,
+            )
             assert timed_call(url, "list_queues", {}) < CALL_BOUND_S
             # The oldest idle sockets were closed to make room (they read EOF).
             sockets[0].settimeout(5)
