@@ -5,10 +5,10 @@ In one process a test waits on what the code under test signals (a ``threading.E
 "call queued", "batch formed", "batch committed" -- the Receiver's condition, an
 ``asyncio.Event``), with a deadline so a missing signal fails the test instead of hanging
 it; time itself comes from the ``FakeClock``. Only a *real process* (a broker, sqld, the
-CLI, a child interpreter) has no hook to signal through, so polling it is allowed, through
-one clearly named helper: ``poll_real_process``. ``tests/repo/test_house_guards.py`` fails on any other
-``time.sleep`` / ``asyncio.sleep`` / ``Event().wait(n)`` outside the directories of real
-processes' end-to-end tests.
+CLI, a child interpreter) has no hook to signal through, so polling it is allowed, for
+its real condition, through one clearly named helper: ``poll_real_process``.
+``tests/repo/test_house_guards.py`` fails on any other ``time.sleep`` / ``asyncio.sleep``
+/ sleep in disguise outside the directories of real processes' end-to-end tests.
 """
 
 from __future__ import annotations
