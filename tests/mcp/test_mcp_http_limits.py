@@ -7,6 +7,7 @@ listener, loopback sockets; every loop bounded in count and time."""
 from __future__ import annotations
 
 import contextlib
+import os
 import select
 import socket
 import threading
@@ -19,6 +20,7 @@ import httpx
 from mcp_support import ADMIN_TOKEN, Broker, http_listener, mcp_env
 
 from mqlite import defaults
+from mqlite.mcp.lanes import LONG_POLL_THREADS
 from waiting import poll_real_process
 
 HEADERS = {
@@ -143,10 +145,30 @@ PARKED = 45
 PARK_MS = 10_000
 
 
+def connections_to(pid: int, port: int) -> int:
+    """Established TCP connections of process ``pid`` to loopback ``port`` (its sockets'
+    inodes matched in the kernel's table): a real process's calls in flight to the broker."""
+    inodes = set()
+    for fd in Path(f"/proc/{pid}/fd").iterdir():
+        with contextlib.suppress(OSError):
+            target = os.readlink(fd)
+            if target.startswith("socket:["):
+                inodes.add(target[len("socket:[") : -1])
+    count = 0
+    for table in ("/proc/net/tcp", "/proc/net/tcp6"):
+        with contextlib.suppress(FileNotFoundError):
+            for line in Path(table).read_text().splitlines()[1:]:
+                fields = line.split()
+                far_port = int(fields[2].rsplit(":", 1)[1], 16)
+                if fields[3] == "01" and far_port == port and fields[9] in inodes:
+                    count += 1
+    return count
+
+
 def test_parked_receives_do_not_delay_short_tool_calls(broker: Broker, tmp_path: Path) -> None:
     queue = broker.create_queue()
     with (
-        http_listener(mcp_env(broker), tmp_path / "err") as (_, url),
+        http_listener(mcp_env(broker), tmp_path / "err") as (mcp, url),
         ThreadPoolExecutor(PARKED) as pool,
     ):
         call(url, "list_queues", {})  # warm
@@ -154,7 +176,14 @@ def test_parked_receives_do_not_delay_short_tool_calls(broker: Broker, tmp_path:
             pool.submit(call, url, "receive", {"queue": queue, "wait_time_ms": PARK_MS})
             for _ in range(PARKED)
         ]
-        time.sleep(1.0)  # every receive is parked in the broker (or waiting for a lane)
+        # The long-poll lane is full: each of its threads holds a connection of its own to
+        # the broker, its Receive parked there (the rest wait for a lane thread).
+        poll_real_process(
+            f"mqlite-mcp to hold {LONG_POLL_THREADS} connections to the broker (its full "
+            "long-poll lane)",
+            lambda: connections_to(mcp.pid, broker.port) >= LONG_POLL_THREADS,
+            deadline_s=20,
+        )
         took = [timed_call(url, "list_queues", {}) for _ in range(3)]
         sent = timed_call(url, "send", {"queue": queue, "body": "wakes one"})
         results = [f.result(timeout=PARK_MS / 1000 * 3 + 10) for f in parked]

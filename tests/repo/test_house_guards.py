@@ -45,10 +45,6 @@ SLEEP_ALLOWED = {
         "the send follows a Receive parked in a real broker process, which exposes no "
         "'parked' state to poll (a send that came first still passes: weaker, never wrong)"
     ),
-    ("mcp/test_mcp_http_limits.py", "test_parked_receives_do_not_delay_short_tool_calls"): (
-        "receives parking in a real broker through a real mqlite-mcp: neither process "
-        "exposes how many are parked, so there is no real condition to poll"
-    ),
 }
 
 
