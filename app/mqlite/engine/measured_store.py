@@ -54,6 +54,7 @@ class MeasuredStore(Store):
             dsn, sync=sync, checkpoint=checkpoint, auth_token=auth_token, now_ms=now_ms
         )
         self.retrying = self.location.remote is not None  # only a remote connection retries
+        self.transaction_ok = ops.ok_on_writer("transaction")
 
     def new_retries(self) -> int:
         """Safe retries of the connection since the last call (0 on a local file)."""
@@ -140,11 +141,11 @@ class _MeasuredTransaction(_Transaction):
             return
         seconds = perf_counter() - self._started
         store: MeasuredStore = self._store  # type: ignore[assignment]
-        ops = store.ops
+        record = store.transaction_ok
         if self._nested:
-            store.after_commit(lambda: ops.ok("transaction", seconds, store.new_retries()))
+            store.after_commit(lambda: record(seconds, store.new_retries()))
         else:  # (a file never retries: no call for it on the hot path)
-            ops.ok("transaction", seconds, store.new_retries() if store.retrying else 0)
+            record(seconds, store.new_retries() if store.retrying else 0)
 
     def _failed(self, exc: BaseException) -> None:
         if self._batch and not isinstance(exc, sqlite3.Error | errors.StorageError):

@@ -23,13 +23,13 @@ class Sending(Part):
         self, queue: str, messages: Sequence[OutMessage], ttl_ms: int | None = None
     ) -> list[int]:
         """Enqueue a batch atomically; positional seqs (0 = dedup conflict in a batch)."""
-        return self._send(queue, messages, ttl_ms=ttl_ms, at_ms=None)
+        return self._send(queue, messages, ttl_ms, None)
 
     def send_one(self, queue: str, message: OutMessage, ttl_ms: int | None = None) -> int:
         """Enqueue one message; a dedup conflict raises ``DedupConflict``."""
         if not isinstance(message, OutMessage):
             raise errors.InvalidArgument("message must be an OutMessage")
-        return self._send(queue, [message], ttl_ms=ttl_ms, at_ms=None)[0]
+        return self._send(queue, [message], ttl_ms, None)[0]
 
     def schedule(
         self,
@@ -40,13 +40,12 @@ class Sending(Part):
     ) -> list[int]:
         """Enqueue for delivery at ``at_ms`` (must be in the future), atomically."""
         check_int("at_ms", at_ms, minimum=1)
-        return self._send(queue, messages, ttl_ms=ttl_ms, at_ms=at_ms)
+        return self._send(queue, messages, ttl_ms, at_ms)
 
     def _send(
         self,
         name: str,
         messages: Sequence[OutMessage],
-        *,
         ttl_ms: int | None,
         at_ms: int | None,
     ) -> list[int]:
@@ -124,24 +123,22 @@ class Sending(Part):
         generators or Counters (every send pays this: hot path)."""
         by_queue = self.effects.by_queue  # (MessageEffects.add inlined: hot path)
         notify = self.notifier.notify
-        copies, woken = result.copies, result.notify
-        deduplicated, conflicts = result.deduplicated, result.conflicts
 
         def committed() -> None:
-            for queue, n in copies.items():
+            for queue, n in result.copies.items():
                 counts = by_queue.get(queue)
                 if counts is None:
                     counts = by_queue[queue] = Counter()
                 counts["enqueued"] += n
                 if scheduled:
                     counts["scheduled"] += n
-            if deduplicated or conflicts:
+            if result.deduplicated or result.conflicts:
                 add = self.effects.add
-                for queue, n in deduplicated.items():
+                for queue, n in result.deduplicated.items():
                     add(queue, "deduplicated", n)
-                for queue, n in conflicts.items():
+                for queue, n in result.conflicts.items():
                     add(queue, "dedup_conflict", n)
-            for queue, n in woken.items():
+            for queue, n in result.notify.items():
                 notify(queue, n)
 
         self.store.after_commit(committed)

@@ -19,6 +19,7 @@ from mqlite import defaults, errors
 from mqlite.engine import retry
 from mqlite.engine.claim import new_lock_token
 from mqlite.engine.remote import pipelined
+from mqlite.engine.frozen import constructor
 from mqlite.engine.rows import MESSAGE_COLUMNS, row_to_message
 from mqlite.types import BatchResult, Message, QueueInfo
 
@@ -28,6 +29,9 @@ OP_REJECT = "dead_lettered"
 OP_DEFER = "deferred"
 DEFAULT_REJECT_REASON = "AppRequested"
 MAX_DELIVERY_REASON = "MaxDeliveryCountExceeded"
+
+# A BatchResult without its frozen __init__ (frozen.py): one per settled message.
+make_result = constructor(BatchResult)
 
 # The fence shared by every verb: this row, this queue, this token, a live lease.
 _FENCE = (
@@ -292,7 +296,7 @@ def complete_batch(
         INSERT_RECEIPT_SQL,
         [(token, queue, seq, OP_COMPLETE, "", now_ms, expires) for seq, token in fresh],
     )
-    results = [BatchResult(seq, bool(token) and (seq, token) in done) for seq, token in pairs]
+    results = [make_result(seq, bool(token) and (seq, token) in done, 0) for seq, token in pairs]
     return results, len(fresh)
 
 
