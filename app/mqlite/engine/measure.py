@@ -157,7 +157,8 @@ class OperationStats:
 
     def succeeded(self, seconds: float, retries: int) -> None:
         self.count += 1
-        self.retries += retries
+        if retries:
+            self.retries += retries
         h = self.duration  # Histogram.observe inlined: one per engine call (hot path)
         i = bisect_left(BUCKETS, seconds)
         if i < len(h.counts):

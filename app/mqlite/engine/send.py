@@ -69,18 +69,23 @@ class Route:
     accepts: Accepts | None = None
 
 
-@dataclass(slots=True)
 class SendResult:
     """Plain dicts, not Counters: built on every send (hot path), and a Counter costs two
-    Python calls to make and one per first increment. Not frozen: a frozen dataclass sets
-    each field through ``object.__setattr__`` (a C call per field, every send)."""
+    Python calls to make and one per first increment. A plain class: a dataclass's
+    ``__init__`` would call ``dict()`` for each empty default, and a frozen one
+    ``object.__setattr__`` per field."""
 
-    seq_numbers: list[int]
-    notify: dict[str, int]  # claimable copies per queue: that many parked polls are woken
-    # Message effects (observe.py): inserted copies, and dedup hits by kind, per queue.
-    copies: dict[str, int] = dataclasses.field(default_factory=dict)
-    deduplicated: dict[str, int] = dataclasses.field(default_factory=dict)
-    conflicts: dict[str, int] = dataclasses.field(default_factory=dict)
+    __slots__ = ("conflicts", "copies", "deduplicated", "notify", "seq_numbers")
+
+    def __init__(
+        self, seq_numbers: list[int], notify: dict[str, int], copies: dict[str, int]
+    ) -> None:
+        self.seq_numbers = seq_numbers
+        self.notify = notify  # claimable copies per queue: that many parked polls are woken
+        # Message effects (observe.py): inserted copies, and dedup hits by kind, per queue.
+        self.copies = copies
+        self.deduplicated: dict[str, int] = {}
+        self.conflicts: dict[str, int] = {}
 
 
 def validate_messages(messages: object, max_message_bytes: int) -> list[OutMessage]:
@@ -211,10 +216,8 @@ def insert(
     now_ms: int,
     routes: Sequence[Route],
     messages: Sequence[OutMessage],
-    *,
     visible_at_ms: int,
     ttl_ms: int | None,
-    single: bool,
     plan: list[list[Route]] | None = None,
 ) -> SendResult:
     """Insert every message into every accepting route; return positional seq numbers.
@@ -243,8 +246,8 @@ def insert(
             copies = {q.name: 1}
         return SendResult(batch, {} if scheduled else copies, copies)
     notify: dict[str, int] = {}
-    result = SendResult([], notify)
-    copies = result.copies
+    copies: dict[str, int] = {}
+    result = SendResult([], notify, copies)
     for i, m in enumerate(messages):
         final_seq = 0
         conflicted = False
@@ -276,7 +279,7 @@ def insert(
                 notify[q.name] = notify.get(q.name, 0) + 1
             copies[q.name] = copies.get(q.name, 0) + 1
             final_seq = seq
-        if single and final_seq == 0 and conflicted:
+        if final_seq == 0 and conflicted and len(messages) == 1:
             raise errors.DedupConflict(
                 "a message with this message_id and a different body is in the dedup window"
             )

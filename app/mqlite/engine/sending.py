@@ -96,17 +96,8 @@ class Sending(Part):
             routes, plan = current, send.route_plan(current, msgs, now, visible_at)
         try:
             with self.store.transaction() as conn:
-                result = send.insert(
-                    conn,
-                    now,
-                    routes,
-                    msgs,
-                    visible_at_ms=visible_at,
-                    ttl_ms=ttl_ms,
-                    single=len(msgs) == 1,
-                    plan=plan,
-                )
-                self._after_send(result, scheduled=visible_at > now)
+                result = send.insert(conn, now, routes, msgs, visible_at, ttl_ms, plan)
+                self._after_send(result, visible_at > now)
         except errors.DedupConflict:
             # A refused single send: nothing committed, but the conflict is a confirmed
             # effect (the conflicting record is committed). Every route it reached
@@ -117,7 +108,7 @@ class Sending(Part):
             raise
         return result.seq_numbers
 
-    def _after_send(self, result: SendResult, *, scheduled: bool) -> None:
+    def _after_send(self, result: SendResult, scheduled: bool) -> None:
         """Once the send commits: count its effects, then wake as many parked polls per
         queue as it made claimable. One after-commit callback for both, built without
         generators or Counters (every send pays this: hot path)."""

@@ -388,14 +388,13 @@ class _Transaction:
             if store._closed:
                 raise errors.Closed()
             state = store._tx
-            if state.depth == 0:
+            if state.depth == 0:  # (the marks stay 0: the whole state is this block's)
                 if store.lease is None and store.location.remote is None:
                     # Store._begin inlined for a local file (hot path); a remote store
                     # always goes through _begin (its lease, its own BEGIN).
                     store.conn.execute("BEGIN IMMEDIATE")
                 else:
                     store._begin()  # (a lease renewal it ran commits with this block)
-                self._commit_mark = self._undo_mark = 0
                 if store.in_doubt:
                     try:
                         store._reconcile(store.conn)
