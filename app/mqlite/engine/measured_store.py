@@ -100,15 +100,13 @@ class _MeasuredTransaction(_Transaction):
     """``Store``'s own transaction plus the measurement: a subclass rather than a wrapper
     around one, so a block costs one object and no extra calls (every call's path)."""
 
-    __slots__ = ("_batch", "_nested", "_started")
+    __slots__ = ("_batch", "_started")
 
     def __init__(self, store: MeasuredStore, batch: bool) -> None:
         self._store = store
         self._commit_mark = 0
         self._undo_mark = 0
-        self._batch = batch
-        self._nested = False
-        self._started = 0.0
+        self._batch = batch  # (_started: set first thing by __enter__)
 
     def __enter__(self) -> sqlite3.Connection:
         self._started = perf_counter()
@@ -117,8 +115,6 @@ class _MeasuredTransaction(_Transaction):
         except BaseException as exc:
             self._failed(exc)
             raise
-        store = self._store
-        self._nested = store._tx.depth > 1
         if MeasuredStore.fault is not None:
             try:
                 MeasuredStore.fault("transaction")
@@ -142,7 +138,7 @@ class _MeasuredTransaction(_Transaction):
         seconds = perf_counter() - self._started
         store: MeasuredStore = self._store  # type: ignore[assignment]
         record = store.transaction_ok
-        if self._nested:
+        if store._tx.depth:  # nested (the block's own depth is left already)
             store.after_commit(lambda: record(seconds, store.new_retries()))
         else:  # (a file never retries: no call for it on the hot path)
             record(seconds, store.new_retries() if store.retrying else 0)
