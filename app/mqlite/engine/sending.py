@@ -6,6 +6,7 @@ from __future__ import annotations
 
 from collections import Counter
 from collections.abc import Sequence
+from functools import partial
 
 from mqlite import defaults, errors
 from mqlite.engine import send
@@ -110,29 +111,29 @@ class Sending(Part):
 
     def _after_send(self, result: SendResult, scheduled: bool) -> None:
         """Once the send commits: count its effects, then wake as many parked polls per
-        queue as it made claimable. One after-commit callback for both, built without
-        generators or Counters (every send pays this: hot path)."""
-        by_queue = self.effects.by_queue  # (MessageEffects.add inlined: hot path)
+        queue as it made claimable (``_sent``: one after-commit callback for both, a
+        ``partial`` rather than a closure -- no cells to build on every send)."""
+        self.store.after_commit(partial(self._sent, result, scheduled))
+
+    def _sent(self, result: SendResult, scheduled: bool) -> None:
+        """After the COMMIT of a send (hot path: no generators, no Counter per send)."""
+        by_queue = self.effects.by_queue  # (MessageEffects.add inlined)
+        for queue, n in result.copies.items():
+            counts = by_queue.get(queue)
+            if counts is None:
+                counts = by_queue[queue] = Counter()
+            counts["enqueued"] += n
+            if scheduled:
+                counts["scheduled"] += n
+        if result.deduplicated or result.conflicts:
+            add = self.effects.add
+            for queue, n in result.deduplicated.items():
+                add(queue, "deduplicated", n)
+            for queue, n in result.conflicts.items():
+                add(queue, "dedup_conflict", n)
         notify = self.notifier.notify
-
-        def committed() -> None:
-            for queue, n in result.copies.items():
-                counts = by_queue.get(queue)
-                if counts is None:
-                    counts = by_queue[queue] = Counter()
-                counts["enqueued"] += n
-                if scheduled:
-                    counts["scheduled"] += n
-            if result.deduplicated or result.conflicts:
-                add = self.effects.add
-                for queue, n in result.deduplicated.items():
-                    add(queue, "deduplicated", n)
-                for queue, n in result.conflicts.items():
-                    add(queue, "dedup_conflict", n)
-            for queue, n in result.notify.items():
-                notify(queue, n)
-
-        self.store.after_commit(committed)
+        for queue, n in result.notify.items():
+            notify(queue, n)
 
     @serialized
     def cancel(self, queue: str, seq_number: int) -> None:
