@@ -44,6 +44,6 @@ def constructor(cls: type[T]) -> Callable[..., T]:
         repr=False,
         match_args=False,
     )
-    if parts.__slots__ != cls.__slots__:  # type: ignore[attr-defined]
+    if getattr(parts, "__slots__", None) != getattr(cls, "__slots__", ()):
         raise TypeError(f"{cls.__name__}: slot layout differs from its fields' order")
-    return parts  # type: ignore[no-any-return]
+    return parts

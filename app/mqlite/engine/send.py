@@ -234,7 +234,6 @@ def insert(
         if len(messages) > 1 or type(conn) is not sqlite3.Connection:
             # (remote: a single send too, so that it rides with the COMMIT)
             batch = _insert_many(conn, now_ms, q, messages, visible_at_ms, ttl_ms, state)
-            copies = {q.name: len(batch)}
         else:
             m = messages[0]
             if not m.group_id and q.config.ordering_mode == OrderingMode.GROUP_FIFO:
@@ -243,8 +242,8 @@ def insert(
                 )
             props = encode_properties(m.properties) if m.properties else None
             batch = [_insert_row(conn, now_ms, q, m, props, state, visible_at_ms, ttl_ms)]
-            copies = {q.name: 1}
-        return SendResult(batch, {} if scheduled else copies, copies)
+        inserted = {q.name: len(batch)}
+        return SendResult(batch, {} if scheduled else inserted, inserted)
     notify: dict[str, int] = {}
     copies: dict[str, int] = {}
     result = SendResult([], notify, copies)

@@ -133,7 +133,7 @@ class Store:
         self._tx = _TxState()
         # The list's own append, bound once (every send registers a callback: no Python
         # frame for it). The list is emptied in place at COMMIT, never replaced.
-        self.after_commit = self._tx.after_commit.append  # type: ignore[method-assign]
+        self.after_commit = self._tx.after_commit.append  # type: ignore[method-assign,assignment]
         self._file_lock: DatabaseLock | None = None
         self._closed = False
         self.migrated_from: str | None = None  # the schema token an open migrated from
