@@ -48,6 +48,7 @@ _COLUMNS = (
 LIST_SCHEDULES_SQL = f"SELECT {_COLUMNS} FROM schedules ORDER BY name"
 GET_SCHEDULE_SQL = f"SELECT {_COLUMNS} FROM schedules WHERE name = ?"
 COUNT_SCHEDULES_SQL = "SELECT COUNT(*) FROM schedules"
+ANY_SCHEDULE_SQL = "SELECT 1 FROM schedules LIMIT 1"
 DELETE_SCHEDULE_SQL = "DELETE FROM schedules WHERE name = ?"
 SCHEDULE_QUEUE_SQL = "SELECT queue FROM schedules WHERE name = ?"
 
@@ -150,6 +151,10 @@ class Schedules(Part):
     def __init__(self, core: EngineCore, messaging: Sending) -> None:
         super().__init__(core)
         self.messaging = messaging
+        # True once a pass found the table empty: later passes skip the writer (a broker
+        # without schedules took it every second for nothing). Read and written only on
+        # the writer; a create clears it in its own transaction, so the next pass looks.
+        self._none_exist = False
 
     def create_schedule(
         self,
@@ -193,6 +198,7 @@ class Schedules(Part):
         paused: bool,
         actor: Actor | None,
     ) -> Schedule:
+        self._none_exist = False  # (a rolled-back create only costs the next pass a look)
         with self._write() as (conn, now):
             old = conn.execute(GET_SCHEDULE_SQL, (name,)).fetchone()
             if old is None and conn.execute(COUNT_SCHEDULES_SQL).fetchone()[0] >= (
@@ -274,6 +280,8 @@ class Schedules(Part):
     def fire_schedules(self) -> int:
         """Fire every slot due at the clock's time (the maintenance pass); returns how many
         messages were sent (a topic's copies count once)."""
+        if self._none_exist:  # no schedule: no writer (a stale read waits one tick at most)
+            return 0
         now = self.clock.now_ms()
         fired, after = 0, (-1, "")
         while True:
@@ -292,7 +300,11 @@ class Schedules(Part):
     @serialized
     def _due_schedules(self, now: int, after: tuple[int, str]) -> list[tuple[Any, ...]]:
         params = {"now": now, "at": after[0], "name": after[1], "limit": defaults.CRON_FIRE_BATCH}
-        return self.store.reader().execute(DUE_SCHEDULES_SQL, params).fetchall()
+        reader = self.store.reader()
+        rows: list[tuple[Any, ...]] = reader.execute(DUE_SCHEDULES_SQL, params).fetchall()
+        if not rows and after[0] < 0:
+            self._none_exist = reader.execute(ANY_SCHEDULE_SQL).fetchone() is None
+        return rows
 
     @serialized
     def _commit_firings(self, firings: list[_Firing]) -> int:
