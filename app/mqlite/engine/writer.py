@@ -108,7 +108,7 @@ class Writer:
             return fn(*args, **kwargs)
         # Inline only when nobody waits: not even a call the thread took and holds for the
         # token (a caller in a loop -- a chunked redrive -- would otherwise starve it).
-        if not self._taken and self._queue.empty() and self._token.acquire(blocking=False):
+        if not self._taken and self._queue.empty() and self._token.acquire(False):
             self._owner = me
             try:
                 return fn(*args, **kwargs)
