@@ -221,6 +221,7 @@ def test_second_broker_on_same_database_fails_fast(broker_factory: BrokerFactory
 # -- bind refusals ----------------------------------------------------------------------
 
 
+@pytest.mark.same_on_any_store
 def test_auth_off_refuses_non_loopback_bind(broker_factory: BrokerFactory) -> None:
     for addr in (f"0.0.0.0:{free_port()}", f":{free_port()}"):
         proc, _, _, err, _, _ = broker_factory.spawn({"MQLITE_TOKENS": "off"}, addr=addr)
@@ -229,6 +230,7 @@ def test_auth_off_refuses_non_loopback_bind(broker_factory: BrokerFactory) -> No
         assert "--insecure-allow-remote" in text, text
 
 
+@pytest.mark.same_on_any_store
 def test_auth_off_non_loopback_with_insecure_flag_starts(broker_factory: BrokerFactory) -> None:
     port = free_port()
     b = broker_factory(
@@ -241,6 +243,7 @@ def test_auth_off_non_loopback_with_insecure_flag_starts(broker_factory: BrokerF
     assert b.stop() == 0
 
 
+@pytest.mark.same_on_any_store
 def test_busy_port_fails_once_naming_the_address(broker_factory: BrokerFactory) -> None:
     """Checked before gunicorn forks: one JSON line naming the address and the way out,
     not gunicorn's five seconds of "Connection in use" retries; no banner."""
@@ -260,11 +263,13 @@ def test_busy_port_fails_once_naming_the_address(broker_factory: BrokerFactory) 
     assert out.read_text() == ""
 
 
+@pytest.mark.same_on_any_store
 def test_auth_on_may_bind_all_interfaces(broker_factory: BrokerFactory) -> None:
     b = broker_factory(addr=f"0.0.0.0:{free_port()}")
     assert b.ok("AdminService/ListQueues") == {"queues": []}
 
 
+@pytest.mark.same_on_any_store
 def test_mqlite_addr_is_used_without_flag(broker_factory: BrokerFactory) -> None:
     port = free_port()
     b = broker_factory({"MQLITE_ADDR": f"127.0.0.1:{port}"}, addr=None)
@@ -286,6 +291,7 @@ def test_mqlite_addr_is_used_without_flag(broker_factory: BrokerFactory) -> None
         ({"MQLITE_METRICS": "maybe"}, [], "MQLITE_METRICS"),
     ],
 )
+@pytest.mark.same_on_any_store
 def test_invalid_config_fails_startup_naming_the_variable(
     broker_factory: BrokerFactory, env: dict[str, str], args: list[str] | None, name: str
 ) -> None:
@@ -299,6 +305,7 @@ def test_invalid_config_fails_startup_naming_the_variable(
     assert "listening" not in out.read_text()
 
 
+@pytest.mark.same_on_any_store
 def test_blank_addr_flag_is_rejected(broker_factory: BrokerFactory) -> None:
     proc, _, _, err, _, _ = broker_factory.spawn({}, addr=" ")
     assert proc.wait(timeout=15) != 0
@@ -314,6 +321,7 @@ PREFLIGHT = {
 }
 
 
+@pytest.mark.same_on_any_store
 def test_cors_default_star_with_auth_on(broker: Broker) -> None:
     origin = {"Origin": "https://elsewhere.example"}
     for r in (
@@ -336,6 +344,7 @@ def test_cors_default_star_with_auth_on(broker: Broker) -> None:
             assert r.headers.get(k) == v, (k, r.headers)
 
 
+@pytest.mark.same_on_any_store
 def test_cors_off_with_auth_off(broker_factory: BrokerFactory) -> None:
     """Auth off: CORS defaults to off; an OPTIONS falls through to the route: 405
     (original-behaviour §8 "CORS", "Routes": wrong method on an RPC → 405)."""
@@ -347,6 +356,7 @@ def test_cors_off_with_auth_off(broker_factory: BrokerFactory) -> None:
     assert_error(r, 405, "unimplemented")
 
 
+@pytest.mark.same_on_any_store
 def test_cors_configured_origin(broker_factory: BrokerFactory) -> None:
     b = broker_factory({"MQLITE_CORS": "https://console.example"})
     r = httpx.get(b.base_url + "/", headers={"Origin": "https://evil.example"})
@@ -357,6 +367,7 @@ def test_cors_configured_origin(broker_factory: BrokerFactory) -> None:
     assert r.headers.get("access-control-allow-origin") == "https://console.example"
 
 
+@pytest.mark.same_on_any_store
 def test_cors_explicitly_off_with_auth_on(broker_factory: BrokerFactory) -> None:
     b = broker_factory({"MQLITE_CORS": "OFF"})
     r = httpx.get(b.base_url + "/")
