@@ -1,5 +1,6 @@
 #!/usr/bin/env bash
-# `make test`: the whole suite as three pytest processes side by side.
+# `make test`: the whole suite as three pytest processes side by side, the core one on two
+# pytest-xdist workers (below).
 #
 # Why two: the service tiers (the image build and containers, Prometheus/Alertmanager,
 # Chromium, Litestream on moto, the drills' brokers) spend most of their time waiting on
