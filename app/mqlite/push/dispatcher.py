@@ -33,6 +33,7 @@ from typing import TYPE_CHECKING, Any, TypeVar
 from mqlite import defaults, errors
 from mqlite.engine import Engine, retry
 from mqlite.engine.push_registry import StoredPush
+from mqlite.event_wait import wait_event
 from mqlite.push import signing
 from mqlite.push.attempt import COMPLETE, RETRY, Outcome, post
 from mqlite.push.completions import Completions
@@ -112,8 +113,7 @@ class PushDispatcher:
                         tasks[queue] = asyncio.create_task(self._serve(queue))
                 for queue in [q for q in tasks if q not in targets]:
                     tasks.pop(queue).cancel()  # its own task also notices and ends
-                with contextlib.suppress(TimeoutError):  # a new target starts within a tick
-                    await asyncio.wait_for(self._stopping.wait(), TICK_S)
+                await wait_event(self._stopping, TICK_S)  # a new target starts within a tick
         finally:
             for task in tasks.values():
                 task.cancel()
@@ -163,8 +163,7 @@ class PushDispatcher:
                         inflight.add(task)
                         task.add_done_callback(done)
                     if not got or len(inflight) >= target.max_in_flight:
-                        with contextlib.suppress(TimeoutError):
-                            await asyncio.wait_for(kick.wait(), self._idle_s)
+                        await wait_event(kick, self._idle_s)
                 finally:
                     waiter.cancel()
         finally:

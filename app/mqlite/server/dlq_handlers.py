@@ -7,11 +7,11 @@ do).
 from __future__ import annotations
 
 import asyncio
-import contextlib
 
 from mqlite import errors
 from mqlite import wire as w
 from mqlite.engine.dlq import PACE_INTERVAL_MS, Walk, chunk_plan
+from mqlite.event_wait import wait_event
 from mqlite.server.context import Context, watch_disconnect
 
 
@@ -46,8 +46,7 @@ async def redrive(ctx: Context, req: w.RedriveRequest) -> w.RedriveResponse:
             if req.max > 0 and moved >= req.max:
                 break
             if pause:
-                with contextlib.suppress(TimeoutError):
-                    await asyncio.wait_for(gone.wait(), PACE_INTERVAL_MS / 1000)
+                await wait_event(gone, PACE_INTERVAL_MS / 1000)
             if gone.is_set():
                 raise errors.Canceled(f"the client went away; the redrive stopped after {moved}")
     finally:
