@@ -54,6 +54,12 @@ class Answer:
     def __init__(self, max_body: int) -> None:
         self.max_body = max_body
         self.parser = httptools.HttpResponseParser(self)
+        self.next()
+
+    def next(self) -> None:
+        """Ready for the next answer on the same stream. A keep-alive connection keeps
+        one ``Answer`` (and its llhttp parser, which parses consecutive messages) for
+        all its exchanges; it is only reused after a ``reusable()`` answer."""
         self.done = False
         self.trailing = False  # bytes after the answer: the stream is not reusable
         self.head_bytes = 0
