@@ -46,6 +46,9 @@ SLEEP_ALLOWED = {
         "a real CLI process against a real broker's reaper: wall-clock lease renewal"
     ),
     ("sdk/test_aio_hostile.py", "write"): "a hostile real server: the stall IS the input",
+    ("sdk/test_transport_reuse.py", "_stall_after_a_gap"): (
+        "a connection's kept timer against the next exchange's deadline: time IS the input"
+    ),
     ("sdk/test_receiver.py", "handler"): "real-time auto-renew against the real reaper",
     ("sdk/test_receiver.py", "test_stop_timeout_abandons_in_flight_messages_with_no_delay"): (
         "the Receiver's stats have no change signal yet"
