@@ -28,18 +28,31 @@ import asyncio
 import ssl
 import time
 
-from mqlite.sdk.answer import MAX_BODY_BYTES, MAX_HEAD_BYTES, MAX_HEADERS, Answer, ProtocolError
+from mqlite.sdk.answer import (
+    MAX_BODY_BYTES,
+    MAX_HEAD_BYTES,
+    MAX_HEADERS,
+    READ_SIZE,
+    Answer,
+    ProtocolError,
+)
 from mqlite.sdk.endpoint import Endpoint
 from mqlite.sdk.transport import IDLE_LIMIT_S, ConnectFailed, ExchangeFailed
 
 __all__ = ["MAX_BODY_BYTES", "MAX_HEADERS", "MAX_HEAD_BYTES", "AsyncPool", "ProtocolError"]
 
 
-class _Conn(asyncio.Protocol):
-    """One keep-alive connection; at most one exchange in flight."""
+class _Conn(asyncio.BufferedProtocol):
+    """One keep-alive connection; at most one exchange in flight.
+
+    A BufferedProtocol: the loop reads into this connection's own buffer (``recv_into``)
+    instead of allocating a fresh 256 KiB bytes object per read, which glibc may serve
+    by mmap and give back by munmap -- three more system calls per read, depending on the
+    process's malloc history. The parser copies what it keeps, so the buffer is reused."""
 
     def __init__(self, loop: asyncio.AbstractEventLoop) -> None:
         self.loop = loop
+        self.buffer = memoryview(bytearray(READ_SIZE))
         self.transport: asyncio.Transport | None = None
         self.lost = False
         self.since = 0.0  # when it went idle (time.monotonic)
@@ -59,7 +72,13 @@ class _Conn(asyncio.Protocol):
         assert isinstance(transport, asyncio.Transport)
         self.transport = transport
 
-    def data_received(self, data: bytes) -> None:
+    def get_buffer(self, sizehint: int) -> memoryview:
+        return self.buffer
+
+    def buffer_updated(self, nbytes: int) -> None:
+        self.data_received(self.buffer[:nbytes])
+
+    def data_received(self, data: bytes | memoryview) -> None:
         answer = self.answer
         if answer is None or self.waiter is None or self.waiter.done():
             self.close()  # bytes nobody asked for: the stream is out of step

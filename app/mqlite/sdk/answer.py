@@ -104,7 +104,7 @@ class Answer:
 
     # -- what the transports call ------------------------------------------------------
 
-    def feed(self, data: bytes) -> bool:
+    def feed(self, data: bytes | memoryview) -> bool:
         """Parse the next bytes read (``b""`` = the peer closed); True once the answer is
         complete. Raises ``ProtocolError`` on a malformed answer, a bound crossed, or EOF
         before a framed answer ended."""
