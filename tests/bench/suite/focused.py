@@ -34,7 +34,10 @@ SCRIPTS: dict[str, tuple[list[str], int]] = {
     "write-amp": ([str(BENCH / "write_amp_bench.py"), "--messages", "50"], 600),
     "topic": ([str(BENCH / "topic_bench.py")], 600),
     "http": ([str(BENCH / "http_bench.py")], 1200),
-    "sdk": ([str(BENCH / "sdk_bench.py"), "--against", SDK_BEFORE], 900),
+    "sdk": (
+        [str(BENCH / "sdk_bench.py"), "-n", "2000", "--cpu-n", "2000", "--against", SDK_BEFORE],
+        1500,
+    ),
     "cron": ([str(BENCH / "cron_bench.py")], 600),
 }
 
