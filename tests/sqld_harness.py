@@ -14,11 +14,11 @@ import signal
 import socket
 import subprocess
 import threading
-import time
 from collections.abc import Callable
 from pathlib import Path
 
 from mqlite.engine.hrana import HranaClient, Result
+from waiting import poll_real_process
 
 REPO = Path(__file__).resolve().parents[1]
 INSTALLER = REPO / "ops" / "ci" / "install-sqld.sh"
@@ -66,19 +66,23 @@ class Sqld:
             stdin=subprocess.DEVNULL,
         )
         log.close()
-        deadline = time.monotonic() + timeout_s
-        while time.monotonic() < deadline:
-            if self.proc.poll() is not None:
-                raise RuntimeError(f"sqld exited with {self.proc.returncode}")
+        proc = self.proc
+
+        def answers() -> bool:
+            if proc.poll() is not None:
+                raise RuntimeError(f"sqld exited with {proc.returncode}")
             probe = HranaClient(self.url, timeout_s=1.0)
             try:
                 probe.execute("SELECT 1", (), keep_stream=False)
-                return self
+                return True
             except OSError:
-                time.sleep(0.02)
+                return False
             finally:
                 probe.drop()
-        raise RuntimeError(f"sqld did not answer on {self.url} within {timeout_s} s")
+
+        poll_real_process(f"sqld to answer on {self.url}", answers, deadline_s=timeout_s,
+                          interval_s=0.02)  # fmt: skip
+        return self
 
     def stop(self, sig: int = signal.SIGTERM) -> None:
         if self.proc is not None and self.proc.poll() is None:
@@ -142,6 +146,7 @@ class StallProxy:
         self._cut_nth = 0  # cut the request that makes ``requests`` this (0: none)
         self._then: Callable[[], None] | None = None
         self.requests = 0  # client requests forwarded so far
+        self.held = threading.Event()  # set once a stall holds bytes (a call is waiting)
         self._closed = threading.Event()
         self._sockets: list[socket.socket] = []
         self._listener = socket.create_server(("127.0.0.1", 0))
@@ -194,8 +199,10 @@ class StallProxy:
     ) -> None:
         try:
             while data := src.recv(65536):
-                while self._stalled.is_set() and not self._closed.is_set():
-                    time.sleep(0.01)  # hold the bytes: neither forwarded nor refused
+                if self._stalled.is_set():  # hold the bytes: neither forwarded nor refused
+                    self.held.set()
+                    self._closed.wait()  # a stall is never lifted: it lasts until close()
+                    break
                 if cut[0]:
                     then, self._then = self._then, None
                     if then is not None:
@@ -247,13 +254,3 @@ def start_replica_set(binary: Path, base: Path) -> tuple[Sqld, Sqld]:
     except BaseException:
         primary.stop()
         raise
-
-
-def wait_until(predicate: Callable[[], bool], timeout_s: float = 10.0) -> float:
-    """Poll ``predicate`` until true (seconds it took); AssertionError after ``timeout_s``."""
-    started = time.monotonic()
-    while not predicate():
-        if time.monotonic() - started > timeout_s:
-            raise AssertionError(f"not true within {timeout_s} s")
-        time.sleep(0.005)
-    return time.monotonic() - started

@@ -1,23 +1,28 @@
 """How a test waits: for a signal, never for a guess of how long something takes.
 
 In one process a test waits on what the code under test signals (a ``threading.Event`` or
-``Condition`` set by a hook, the writer's ``on_commit``, an ``asyncio.Event``), with a
-deadline so a missing signal fails the test instead of hanging it; time itself comes from
-the ``FakeClock``. Only a *real process* (a broker, sqld, the CLI, a child interpreter)
-has no hook to signal through, so polling it is allowed, through one clearly named helper:
-``poll_real_process``. ``tests/repo/test_house_guards.py`` fails on any other
-``time.sleep`` / ``asyncio.sleep`` / ``Event().wait(n)`` outside the directories of real
-processes' end-to-end tests.
+``Condition`` set by a hook, the writer's test signals -- ``mqlite.engine.signals``:
+"call queued", "batch formed", "batch committed" -- the Receiver's condition, an
+``asyncio.Event``), with a deadline so a missing signal fails the test instead of hanging
+it; time itself comes from the ``FakeClock``. Only a *real process* (a broker, sqld, the
+CLI, a child interpreter) has no hook to signal through, so polling it is allowed, for
+its real condition, through one clearly named helper: ``poll_real_process``.
+``tests/repo/test_house_guards.py`` fails on any other ``time.sleep`` / ``asyncio.sleep``
+/ sleep in disguise outside the directories of real processes' end-to-end tests.
 """
 
 from __future__ import annotations
 
+import contextlib
 import threading
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from typing import Any
 
+from mqlite.engine.signals import WriterSignals
+
 POLL_INTERVAL_S = 0.05
+DEADLINE_S = 10.0  # a hang guard for in-process signals (they come in milliseconds)
 
 
 def poll_real_process(
@@ -48,19 +53,57 @@ def wait_for_condition(
             raise AssertionError(f"timed out after {deadline_s} s waiting for {what}")
 
 
-class SignallingQueue:
-    """Wraps the writer's call queue (``engine.writer._queue``): every ``put`` notifies
-    ``cond``, so a test waits for "N calls queued for the batch" (``writer.queued()``) as a
-    signal instead of polling it. Test-side only: the writer pays nothing for it. The
-    writer thread keeps reading the wrapped queue it started with."""
+class BatchRun:
+    """The calls ``one_batch`` gathers: ``start(fn)`` runs ``fn`` on a thread of its own
+    (it calls through the held writer, so it queues); ``signals`` are the writer's."""
 
-    def __init__(self, inner: Any, cond: threading.Condition) -> None:
-        self._inner, self._cond = inner, cond
+    def __init__(self, signals: WriterSignals) -> None:
+        self.signals = signals
+        self.threads: list[threading.Thread] = []
 
-    def put(self, item: Any) -> None:
-        self._inner.put(item)
-        with self._cond:
-            self._cond.notify_all()
+    def start(self, fn: Callable[[], None]) -> None:
+        t = threading.Thread(target=fn, daemon=True)
+        self.threads.append(t)
+        t.start()
 
-    def __getattr__(self, name: str) -> Any:
-        return getattr(self._inner, name)
+
+@contextlib.contextmanager
+def one_batch(writer: Any, what: str = "the batch") -> Iterator[BatchRun]:
+    """Run the calls the block starts (``BatchRun.start``) as ONE group-commit batch.
+
+    The writer is held for the block; on leaving it, once the writer's ``queued`` signal
+    counts every call, it is released and the writer thread takes them all in one batch
+    (its ``batch_formed`` signal says how many: all of them, or this fails), and the
+    callers are joined. ``BatchRun.signals.batch_committed`` then says whether it
+    committed."""
+    run = BatchRun(WriterSignals.attach(writer))
+    try:
+        with writer.hold():
+            yield run
+            n = len(run.threads)
+            run.signals.queued.wait_for(lambda q: q >= n, f"{n} calls queued for {what}")
+        formed = run.signals.batch_formed.next(what)
+        assert formed == n, f"{what}: one batch of {formed} calls, not {n}"
+        for t in run.threads:
+            t.join(DEADLINE_S)
+            assert not t.is_alive(), f"a call of {what} never returned"
+    finally:
+        WriterSignals.detach(writer)
+
+
+def wait_for_receiver(
+    receiver: Any, predicate: Callable[[Any], bool], what: str, deadline_s: float = DEADLINE_S
+) -> None:
+    """Wait until ``predicate(receiver.stats())`` holds. The Receiver notifies its one
+    condition whenever a message leaves its hands (settled, its counters updated, its
+    slot freed), so the test wakes on that change, not on a timer."""
+    wait_for_condition(receiver._cond, lambda: predicate(receiver.stats()), what, deadline_s)
+
+
+def wake_receiver(receiver: Any) -> None:
+    """After a ``FakeClock`` step: wake the Receiver's threads now. Their timed waits (the
+    renewer's next pass, a pause) sleep on the Receiver's condition for a real-time
+    timeout computed from the clock; notified, they re-read the clock and act on the new
+    time at once."""
+    with receiver._cond:
+        receiver._cond.notify_all()

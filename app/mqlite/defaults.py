@@ -123,12 +123,12 @@ INFLIGHT_WAIT_S = 30.0  # a large request waits this long for the budget, then 5
 MAX_REQUEST_ITEMS = 1 << 18  # ',' and ':' in one request body (bounds its decode work)
 LOG_FIELD_MAX_CHARS = 256  # an access-log field (queue name, path, ...) is clipped here
 
-# Cron schedules (engine/schedules.py, docs/cron.md).
+# Cron schedules (engine/schedules.py, engine/schedule_firing.py, docs/cron.md).
 MAX_SCHEDULES = 10_000  # schedules per database (CreateSchedule of one more: 400)
 MAX_SCHEDULE_NAME_CHARS = 128  # [A-Za-z0-9._-]
 CRON_INTERVAL_MS = 1_000  # how often the maintenance loop fires due slots
 CRON_FIRE_BATCH = 64  # due schedules per writer transaction (a producer waits <= one)
-CRON_BATCH_PAUSE_MS = 5  # between two batches of one pass (see schedules.py)
+CRON_BATCH_PAUSE_MS = 5  # between two batches of one pass (see schedule_firing.py)
 CRON_SKIP_GRACE_MS = 60_000  # catch_up=skip: a slot found later than this was missed
 
 # Push delivery (engine/push.py, docs/push.md): per target bounds and defaults.

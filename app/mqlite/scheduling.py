@@ -69,7 +69,7 @@ class MaintenanceScheduler:
         self._add("expire_ttl", engine.expire_ttl, defaults.TTL_INTERVAL_MS)
         self._add("janitors", engine.run_janitors, defaults.JANITOR_INTERVAL_MS)
         self._add("reclaim_free_pages", engine.reclaim_pass, defaults.JANITOR_INTERVAL_MS)
-        # Cron slots (engine/schedules.py): off the writer, which the pass takes per batch
+        # Cron slots (engine/schedule_firing.py): off the writer, which the pass takes per batch
         # of due schedules, so producers interleave with a large due minute.
         self._add("fire_schedules", engine.fire_schedules, defaults.CRON_INTERVAL_MS, writer=False)
         if engine.leased:  # one broker per remote database (lease.py)

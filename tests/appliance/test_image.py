@@ -39,8 +39,9 @@ UID = 10001
 # 71,796 kB once croniter and difflib were made lazy (tests/e2e/test_lean_master.py pins
 # that). 72 MiB kept ~1.9 MB of headroom; a feature that needs more must say so here.
 # The wave of push delivery, the audit trail and the engine split into parts: 73,180 kB
-# (master 28,380, worker 44,800) with httpx loaded only once a push target exists (75,348
-# with it at start-up). 74 MiB keeps ~0.6 MB of headroom plus run-to-run noise.
+# (master 28,380, worker 44,800) with push's HTTP client loaded only once a push target
+# exists (75,348 with httpx at start-up; push now has its own asyncio client, lighter still).
+# 74 MiB keeps ~0.6 MB of headroom plus run-to-run noise.
 IDLE_TREE_RSS_TARGET_KB = 74 * 1024
 STOP_TIMEOUT_S = 15
 REPORT = Path(__file__).resolve().parents[2] / "build" / "appliance-report.json"

@@ -15,7 +15,7 @@ from cli_support import Cli, mqlite_cmd
 
 import mqlite
 from mqlite.engine import SCHEMA_VERSION
-from waiting import poll_real_process
+from waiting import poll_real_process, wait_for_condition
 
 
 def _rows(db: Path) -> dict[int, tuple[str, bytes]]:
@@ -43,19 +43,25 @@ def test_backup_under_concurrent_writes_restores_the_committed_state(
             m.complete()
             del committed[m.seq_number]
 
+        sent = threading.Condition()
+
         def writer() -> None:
             i = 0
             while not stop.is_set():
                 body = b"live-%d" % i + b"x" * 512
-                committed[live.send_one(queue, mqlite.OutMessage(body=body))] = body
+                seq = live.send_one(queue, mqlite.OutMessage(body=body))
+                with sent:
+                    committed[seq] = body
+                    sent.notify_all()
                 i += 1
 
         t = threading.Thread(target=writer)
         t.start()
         try:
-            while len(committed) < 400:  # the writer is demonstrably running
-                stop.wait(0.01)
-            acked_before = dict(committed)
+            # The writer is demonstrably running (it notifies each acknowledged send).
+            wait_for_condition(sent, lambda: len(committed) >= 400, "400 sends", 30)
+            with sent:
+                acked_before = dict(committed)
             snap = tmp_path / "snap.db"
             out = cli.ok("backup", str(snap))
         finally:

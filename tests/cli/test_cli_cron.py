@@ -39,5 +39,5 @@ def test_cron_add_refusals_name_the_field(cli: Cli, queue: str) -> None:
     r = cli.run("cron", "add", "s", "@daily", "no-such-queue", "x")
     assert r.returncode == 1 and b"no-such-queue" in r.stderr
     r = cli.run("cron", "add", "s", "@daily", queue, "x", "--prop", "novalue")
-    assert r.returncode == 2 and b"KEY=VALUE" in r.stderr
+    assert r.returncode == 2 and b"'novalue' is not K=V" in r.stderr
     assert cli.run("cron").returncode == 2

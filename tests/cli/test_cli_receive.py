@@ -2,11 +2,14 @@
 
 from __future__ import annotations
 
+import contextlib
 import os
+import sqlite3
 import subprocess
-import time
 
 from cli_support import Cli, mqlite_cmd
+
+from waiting import poll_real_process
 
 
 def _state(cli: Cli, queue: str) -> tuple[int, int, int]:
@@ -14,6 +17,17 @@ def _state(cli: Cli, queue: str) -> tuple[int, int, int]:
     with cli.sdk() as c:
         s = c.stats(queue)
     return s.active, s.locked, s.total
+
+
+def _lease_until(cli: Cli, queue: str) -> int:
+    """The stored deadline of the queue's locked message (0: none), read from the file
+    while the CLI (or the broker) holds it: a read-only connection beside the process."""
+    uri = f"file:{cli.db_path}?mode=ro"
+    with contextlib.closing(sqlite3.connect(uri, uri=True, timeout=5)) as db:
+        row = db.execute(
+            "SELECT locked_until FROM messages WHERE queue = ? AND state = 'locked'", (queue,)
+        ).fetchone()
+    return int(row[0]) if row else 0
 
 
 def test_receive_into_closed_pipe_does_not_complete(cli: Cli, queue: str) -> None:
@@ -82,7 +96,8 @@ def test_no_ack_token_is_accepted_by_a_later_complete(client_cli: Cli, queue: st
 
 
 def test_renewer_keeps_the_lease_alive_while_output_is_slow(cli: Cli, queue: str) -> None:
-    """A 1 s lease, a reader that stalls for 2.5 s: auto-ack still completes."""
+    """A 1 s lease, a reader that stalls until the CLI has renewed the lease after its first
+    deadline passed: auto-ack still completes."""
     body = b"z" * (256 * 1024)  # larger than a pipe buffer: the write blocks on the reader
     cli.setup_queue(queue, body, lock_duration_ms=1000)
     proc = subprocess.Popen(
@@ -91,8 +106,20 @@ def test_renewer_keeps_the_lease_alive_while_output_is_slow(cli: Cli, queue: str
         stdout=subprocess.PIPE,
         stderr=subprocess.PIPE,
     )
+    first: list[int] = []
+
+    def renewed_past_the_first_lease() -> bool:
+        """The stored lease ends more than a lease length after the first deadline seen:
+        it was renewed after that first lease would have lapsed."""
+        if proc.poll() is not None:
+            raise AssertionError(f"receive exited while its reader stalled: {proc.returncode}")
+        until = _lease_until(cli, queue)
+        if until and not first:
+            first.append(until)
+        return bool(first) and until > first[0] + 1000
+
     try:
-        time.sleep(2.5)  # the lease would have lapsed twice without renewal
+        poll_real_process("the CLI to renew its lease", renewed_past_the_first_lease, deadline_s=10)
         out, err = proc.communicate(timeout=30)
     finally:
         if proc.poll() is None:

@@ -13,8 +13,6 @@ import random
 import signal
 import subprocess
 import sys
-import threading
-import time
 from collections import Counter
 from pathlib import Path
 from typing import Any
@@ -24,6 +22,7 @@ from conformance_support import peek_all, send_bodies
 
 from mqlite import DeadLetter, OutMessage, QueueConfig, Receiver, defaults, errors
 from mqlite.testing import run_maintenance_once
+from waiting import wait_for_receiver
 
 APP_DIR = Path(__file__).resolve().parents[2] / "app"
 DEADLINE_S = 60.0
@@ -168,10 +167,9 @@ def test_16_5_transactional_receiver_completes_with_the_handlers_writes(
 
     r = Receiver(mq, q, handler, transactional=True, wait_ms=50, on_error=lambda e, m: None)
     with r:
-        deadline = time.monotonic() + DEADLINE_S
-        while r.stats().dead_lettered < 1 or r.stats().completed < 1:
-            assert time.monotonic() < deadline
-            threading.Event().wait(0.01)
+        wait_for_receiver(
+            r, lambda st: st.dead_lettered >= 1 and st.completed >= 1, "ok and poison", DEADLINE_S
+        )
     assert business(mq) == [(seqs[0], b"ok")]  # boom's and poison's writes rolled back
     assert [x.body for x in peek_all(mq, out)] == [b"derived-ok"]
     poison = [x for x in peek_all(mq, q) if x.seq_number == seqs[2]]

@@ -302,10 +302,11 @@ def test_17_10_a_stale_pass_cannot_fire_a_slot_twice(dated):
     clock.advance(MINUTE)
     eng = engine_of(mq)
     now = clock.now_ms()
-    rows = eng.schedules._due_schedules(now, (-1, ""))
+    rows = eng.schedule_firing._due_schedules(now, (-1, ""))
     assert eng.fire_schedules() == 1
-    from mqlite.engine.schedules import _plan, _Row
+    from mqlite.engine.schedule_firing import plan
+    from mqlite.engine.schedule_rows import schedule_of
 
-    stale = [_plan(_Row.of(r).schedule, now) for r in rows]
-    assert eng.schedules._commit_firings(stale) == 0
+    stale = [plan(schedule_of(r), now) for r in rows]
+    assert eng.schedule_firing._commit_firings(stale) == 0
     assert len(peek_all(mq, "q")) == 1

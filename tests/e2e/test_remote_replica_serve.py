@@ -11,7 +11,8 @@ from pathlib import Path
 import pytest
 from e2e_support import BrokerFactory
 
-from sqld_harness import Sqld, sqld_binary, start_replica_set, wait_until
+from sqld_harness import Sqld, sqld_binary, start_replica_set
+from waiting import poll_real_process
 
 
 @pytest.fixture
@@ -36,7 +37,7 @@ def test_a_broker_reads_from_its_replica_and_keeps_working_when_the_replica_is_g
         r = broker.rpc("QueueService/Peek", {"queue": q, "max": 10})
         return len(r.json()["messages"]) if r.status_code == 200 else -1
 
-    wait_until(lambda: peeked() == 2)  # the replica caught up
+    poll_real_process("the replica to catch up", lambda: peeked() == 2, deadline_s=10)
     assert broker.ok("QueueService/Stats", {"queue": q})["active"] == 2
     assert q in [x["name"] for x in broker.ok("AdminService/ListQueues")["queues"]]
     pool = broker.ok("AdminService/Observe")["storage"]["pool"]

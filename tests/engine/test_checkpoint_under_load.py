@@ -9,8 +9,11 @@ import threading
 from collections.abc import Callable
 from pathlib import Path
 
+import pytest
+
 import mqlite
 from mqlite.engine.engine import Engine
+from waiting import one_batch
 
 
 def while_four_threads_send(send: Callable[[], object], action: Callable[[], object]) -> int:
@@ -63,3 +66,32 @@ def test_the_reclaim_pass_of_the_scheduler_succeeds_while_sends_are_group_commit
     )
     assert eng.stats("q").active == sent > 0
     eng.close()
+
+
+@pytest.mark.parametrize("action", ["checkpoint", "reclaim_pass", "vacuum_full"])
+def test_a_maintenance_call_that_joins_a_batch_runs_after_it_outside_its_transaction(
+    tmp_path: Path, action: str
+) -> None:
+    """The same, deterministically (the writer's test signals, ``waiting.one_batch``): three
+    sends and the call queue behind the held writer and are taken as ONE batch; the sends
+    commit together, the call runs alone after them and succeeds."""
+    eng = Engine(f"file:{tmp_path / 'mq.db'}")
+    eng.create_queue("q")
+    failures: list[BaseException] = []
+
+    def call(fn: Callable[[], object]) -> None:
+        try:
+            eng.writer.call_on_thread(fn)
+        except BaseException as exc:  # handed to the test
+            failures.append(exc)
+
+    try:
+        with one_batch(eng.writer, f"three sends and {action}") as run:
+            for _ in range(3):
+                run.start(lambda: call(lambda: eng.send("q", [mqlite.OutMessage(body=b"x")])))
+            run.start(lambda: call(getattr(eng, action)))
+        assert failures == []
+        assert run.signals.batch_committed.values == [4]
+        assert eng.stats("q").active == 3
+    finally:
+        eng.close()

@@ -13,7 +13,8 @@ import pytest
 import mqlite
 from mqlite import OutMessage, QueueConfig, defaults, errors
 from mqlite.clock import FakeClock
-from mqlite.engine.schedules import _plan, _Row
+from mqlite.engine.schedule_firing import plan
+from mqlite.engine.schedule_rows import schedule_of
 from mqlite.testing import engine as engine_of
 from mqlite.testing import run_maintenance_once
 
@@ -42,8 +43,8 @@ def test_only_the_lease_holder_fires_and_no_slot_fires_twice(remote_dsn: str) ->
     clock.advance(defaults.LEASE_TTL_MS + MINUTE // 2)
     stale = engine_of(first)  # it had read 09:02 as due just before it stalled
     planned = [
-        _plan(_Row.of(r).schedule, clock.now_ms())
-        for r in stale.schedules._due_schedules(clock.now_ms(), (-1, ""))
+        plan(schedule_of(r), clock.now_ms())
+        for r in stale.schedule_firing._due_schedules(clock.now_ms(), (-1, ""))
     ]
     assert [f.slot for f in planned] == [T0 + 2 * MINUTE]
     second = open_broker(remote_dsn, clock)
@@ -51,7 +52,7 @@ def test_only_the_lease_holder_fires_and_no_slot_fires_twice(remote_dsn: str) ->
         assert run_maintenance_once(second).schedules_fired == 1
         # The stalled broker wakes and commits its plan: the write is refused (lease lost).
         with pytest.raises(errors.DBLocked):
-            stale.schedules._commit_firings(planned)
+            stale.schedule_firing._commit_firings(planned)
         assert stale.fire_schedules() == 0  # nothing is due for it any more either
         with pytest.raises(errors.DBLocked):
             run_maintenance_once(first)

@@ -23,6 +23,7 @@ from mqlite import OutMessage, QueueConfig
 from mqlite.clock import FakeClock
 from mqlite.engine import dlq
 from mqlite.engine.engine import Engine
+from mqlite.engine.signals import WriterSignals
 
 T0 = 1_700_000_000_000
 ROWS = 10  # dlq.CHUNK_ROWS in these tests
@@ -74,6 +75,7 @@ def interleave_check(
     real = getattr(dlq, name)
     events: list[str] = []
     done = threading.Event()
+    queued = WriterSignals.attach(eng.writer).queued
 
     def send() -> None:
         eng.send("bystander", [OutMessage(body=b"x")])
@@ -83,9 +85,8 @@ def interleave_check(
         events.append("chunk")
         if len(events) == 1:
             threading.Thread(target=send, daemon=True).start()
-            deadline = threading.Event()
-            while eng.writer.queued() < 1 and not deadline.wait(0.001):
-                pass  # the Send is queued on the writer (this chunk holds the token)
+            # The Send is queued on the writer (this chunk holds the token).
+            queued.wait_for(lambda n: n >= 1, "the bystander's Send queued")
         elif events.count("chunk") == 3:
             events.append("send done" if done.wait(10) else "send still waiting")
         return real(*args, **kwargs)

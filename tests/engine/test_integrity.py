@@ -17,6 +17,7 @@ import random
 import threading
 import time
 from collections import Counter
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -65,7 +66,11 @@ def _run(mq: Any) -> None:
     assert len(set(index_of_seq)) == N
     assert mq.stats(Q).active == N
 
-    guard = threading.Lock()
+    # One condition guards the shared tallies; ``progress`` counts consumer rounds that
+    # settled something, so a consumer that found the queue empty waits for the next one
+    # (an abandon makes a message available again; a completion may be the last).
+    guard = threading.Condition()
+    progress = [0]
     completed: Counter[int] = Counter()
     corrupt: list[str] = []
     shared: list[str] = []  # messages delivered while another consumer held them
@@ -90,6 +95,9 @@ def _run(mq: Any) -> None:
             return None
         return idx
 
+    def moved(since: int) -> Callable[[], bool]:
+        return lambda: progress[0] != since or stop.is_set()
+
     def consumer(worker: int) -> None:
         local = random.Random(42 + 1_000 * (worker + 1))
         use_batch = worker % 2 == 1
@@ -97,12 +105,18 @@ def _run(mq: Any) -> None:
             while not stop.is_set():
                 if time.monotonic() > deadline:
                     raise AssertionError(f"drain did not finish in {DEADLINE_S:.0f} s")
+                with guard:
+                    seen = progress[0]
                 msgs = mq.receive(Q, max_messages=64, wait_ms=0)
                 if not msgs:
                     with guard:
                         if sum(completed.values()) >= N:
                             return
-                    time.sleep(0.001)  # the rest is in flight with other consumers
+                        # The rest is in flight with other consumers: wait for one to settle.
+                        guard.wait_for(
+                            moved(seen),
+                            max(deadline - time.monotonic(), 0),
+                        )
                     continue
                 keep = []
                 with guard:
@@ -139,9 +153,13 @@ def _run(mq: Any) -> None:
                 with guard:
                     for s in done:
                         completed[index_of_seq.get(s, -s)] += 1
+                    progress[0] += 1
+                    guard.notify_all()
         except BaseException as exc:
             failures.append(exc)
             stop.set()
+            with guard:
+                guard.notify_all()
 
     threads = [threading.Thread(target=consumer, args=(w,), daemon=True) for w in range(CONSUMERS)]
     for t in threads:

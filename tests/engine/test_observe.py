@@ -5,7 +5,6 @@ event counted once and only after commit, storage operations by outcome."""
 from __future__ import annotations
 
 import sqlite3
-import threading
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -18,7 +17,7 @@ from mqlite.engine.measure import EVENTS
 from mqlite.engine.observe import QUEUE_GAUGES_SQL
 from mqlite.server.metrics import render
 from mqlite.types import OutMessage, QueueConfig
-from waiting import SignallingQueue, wait_for_condition
+from waiting import one_batch
 
 START = 1_700_000_000_000
 
@@ -317,15 +316,9 @@ def test_storage_operations_by_outcome(eng: Engine) -> None:
 
 
 def _batched(eng: Engine, calls: int) -> list[BaseException | None]:
-    """Run ``calls`` sends as ONE group-commit batch: queued while another thread holds
-    the writer token, released together."""
-    held, release = threading.Event(), threading.Event()
+    """Run ``calls`` sends as ONE group-commit batch (``waiting.one_batch``: queued while
+    the writer is held, taken together once released, as its test signals confirm)."""
     results: list[BaseException | None] = []
-
-    def holder() -> None:
-        with eng.writer.hold():
-            held.set()
-            release.wait(10)
 
     def caller() -> None:
         try:
@@ -334,22 +327,9 @@ def _batched(eng: Engine, calls: int) -> list[BaseException | None]:
         except BaseException as exc:
             results.append(exc)
 
-    queued = threading.Condition()
-    plain = eng.writer._queue
-    eng.writer._queue = SignallingQueue(plain, queued)  # type: ignore[assignment]
-    threads = [threading.Thread(target=holder)]
-    threads[0].start()
-    held.wait(10)
-    threads += [threading.Thread(target=caller) for _ in range(calls)]
-    for t in threads[1:]:
-        t.start()
-    try:
-        wait_for_condition(queued, lambda: eng.writer.queued() >= calls, "the batch", 10)
-    finally:
-        eng.writer._queue = plain
-        release.set()
-    for t in threads:
-        t.join(10)
+    with one_batch(eng.writer) as batch:
+        for _ in range(calls):
+            batch.start(caller)
     return results
 
 
@@ -372,8 +352,8 @@ def test_a_batch_counts_each_call_and_a_failed_batch_commit_counts_nothing(
     monkeypatch.undo()
     assert all(isinstance(r, errors.StorageError) for r in failed), failed
     assert effects(eng) == {("q", "enqueued"): 3}  # none of the failed batch
-    # One failed COMMIT: one failed operation (a lone call commits its own, also once).
-    assert 1 <= ops(eng)["transaction", "error", "io"] <= 3
+    # One batch (its test signals say so), one failed COMMIT: one failed operation.
+    assert ops(eng)["transaction", "error", "io"] == 1
 
 
 def test_a_reload_after_an_unknown_commit_outcome_drops_vanished_queues_counters(

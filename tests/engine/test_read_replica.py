@@ -17,7 +17,8 @@ import mqlite
 from mqlite import OutMessage, QueueConfig, errors
 from mqlite.clock import FakeClock
 from mqlite.config import ConfigError, Settings
-from sqld_harness import Sqld, reset_database, sqld_binary, start_replica_set, wait_until
+from sqld_harness import Sqld, reset_database, sqld_binary, start_replica_set
+from waiting import poll_real_process
 
 T0 = 1_700_000_000_000
 
@@ -60,6 +61,29 @@ def _peek_count(mq: Any, queue: str) -> int:
         return -1
 
 
+def caught_up(mq: Any, queue: str, n: int) -> None:
+    """Wait until the replica (a real sqld process following the primary) serves ``n``
+    messages of ``queue``."""
+    poll_real_process(
+        f"the replica to serve {n} messages of {queue}",
+        lambda: _peek_count(mq, queue) == n,
+        deadline_s=10,
+        interval_s=0.005,
+    )
+
+
+class NotingCondition(threading.Condition):
+    """The pool's condition, noting when a caller starts waiting on it (test side)."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.waiting = threading.Event()
+
+    def wait(self, timeout: float | None = None) -> bool:
+        self.waiting.set()
+        return super().wait(timeout)
+
+
 def test_peek_stats_and_list_queues_are_served_by_the_replica_off_the_writer(
     open_pair: Callable[..., Any],
 ) -> None:
@@ -68,7 +92,7 @@ def test_peek_stats_and_list_queues_are_served_by_the_replica_off_the_writer(
     mq = open_pair()
     mq.create_queue("q", QueueConfig())
     mq.send("q", [OutMessage(body=b"%d" % i) for i in range(3)])
-    wait_until(lambda: _peek_count(mq, "q") == 3)  # the replica caught up
+    caught_up(mq, "q", 3)
     held, release = threading.Event(), threading.Event()
 
     def hold_the_writer() -> None:
@@ -120,7 +144,7 @@ def test_observe_collects_on_the_replica_and_reports_it_unavailable_when_it_is_d
     mq = open_pair()
     mq.create_queue("q", QueueConfig())
     mq.send_one("q", OutMessage(body=b"x"))
-    wait_until(lambda: _peek_count(mq, "q") == 1)
+    caught_up(mq, "q", 1)
     seen = mq.observe()
     assert seen.collection.state == "available"
     assert [(g.queue, g.active) for g in seen.queues] == [("q", 1)]
@@ -138,10 +162,11 @@ def test_the_pool_is_the_writer_plus_the_replica_connections_and_counts_waits(
     mq.create_queue("q", QueueConfig())
     # The database was just emptied and rebuilt on the primary: wait until the replica has
     # the schema too (before it, a replica read fails "no such table: messages").
-    wait_until(lambda: _peek_count(mq, "q") == 0)
+    caught_up(mq, "q", 0)
     pool = mq.observe().storage.pool
     assert pool.max_open == 4  # docs/architecture.md: a remote store's pool of 4
     replica = mq._engine.replica
+    replica._cond = noting = NotingCondition()  # nothing waits on it yet
     with contextlib.ExitStack() as stack:
         for _ in range(replica.size):
             stack.enter_context(replica.read())  # every replica connection lent
@@ -149,7 +174,8 @@ def test_the_pool_is_the_writer_plus_the_replica_connections_and_counts_waits(
         assert (busy.open, busy.in_use, busy.wait_count) == (4, 3, 0)
         reader = threading.Thread(target=lambda: mq.peek("q"))
         reader.start()
-        wait_until(lambda: replica.waits == 1, timeout_s=5)
+        assert noting.waiting.wait(5), "the reader never waited for a connection"
+        assert replica.waits == 1
         assert reader.is_alive()  # waiting for a free connection
     reader.join(5)
     after = mq.observe().storage.pool
@@ -174,7 +200,7 @@ def test_a_replica_started_later_catches_up_and_serves_reads(
             primary.url, clock=FakeClock(T0), background=False, replica=late.url
         )
         try:
-            wait_until(lambda: _peek_count(mq, "q") == 20)
+            caught_up(mq, "q", 20)
         finally:
             mq.close()
     finally:

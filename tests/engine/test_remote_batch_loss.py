@@ -12,7 +12,6 @@ queue deleted is gone, a key revoked is refused) without restarting the broker."
 
 from __future__ import annotations
 
-import threading
 from collections.abc import Callable, Iterator
 from typing import Any
 
@@ -22,7 +21,8 @@ from mqlite import OutMessage, errors
 from mqlite.clock import FakeClock
 from mqlite.engine.engine import Engine
 from mqlite.engine.remote import RemoteConnection, TransactionLost, parse_remote
-from sqld_harness import Sqld, StallProxy, sqld_binary, wait_until
+from sqld_harness import Sqld, StallProxy, sqld_binary
+from waiting import one_batch
 
 T0 = 1_700_000_000_000
 MAX_POSITIONS = 40  # a batch of four calls makes about 20 requests; bound the loop anyway
@@ -67,13 +67,9 @@ def run_batch(eng: Engine, calls: dict[str, Callable[[], Any]]) -> dict[str, Bas
         except BaseException as exc:
             outcomes[name] = exc
 
-    threads = [threading.Thread(target=run, args=item) for item in calls.items()]
-    with eng.writer.hold():
-        for t in threads:
-            t.start()
-        wait_until(lambda: eng.writer.queued() == len(calls))
-    for t in threads:
-        t.join(30)
+    with one_batch(eng.writer) as batch:
+        for name, fn in calls.items():
+            batch.start(lambda name=name, fn=fn: run(name, fn))
     return outcomes
 
 
@@ -124,7 +120,10 @@ def check_position(
         breaches.append(f"position {n}: partly stored {stored}")
     # The broker's view matches the database's, with no restart of the broker and no
     # later write: after a commit of unknown outcome the writer reloads it at once.
-    wait_until(lambda: not eng.store.in_doubt)
+    # The writer thread reconciles right after answering the batch, before it takes its
+    # next call: a no-op call through it returns once that reload is over.
+    eng.writer.call_on_thread(lambda: None)
+    assert not eng.store.in_doubt
     view = {
         "create": eng.catalog.find(new) is not None,
         "delete": eng.catalog.find(keep) is None,

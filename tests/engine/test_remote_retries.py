@@ -7,6 +7,7 @@ or a COMMIT. The retries' pause is substituted (``sleep=``), so no test sleeps o
 
 from __future__ import annotations
 
+import select
 import time
 from collections.abc import Callable, Iterator
 
@@ -168,7 +169,11 @@ def test_a_server_that_closed_an_idle_connection_costs_no_retry_and_no_doubt(
     conn.execute("CREATE TABLE t(id INTEGER PRIMARY KEY, v TEXT)")
     proxy.down()
     proxy.up()  # the old connection is closed; a new one is accepted
-    time.sleep(0.05)  # the close reaches the client's socket (loopback)
+    # The kernel delivers the proxy's FIN to the client's kept-alive socket: wait for it
+    # to turn readable (EOF), the state the client must notice before it sends.
+    idle = conn._client._http
+    assert idle is not None
+    assert select.select([idle._sock], [], [], 5)[0], "the close never reached the client"
     conn.execute("INSERT INTO t(v) VALUES ('certain')")
     assert conn.retries == 0 and pauses == []
     assert count(remote_dsn) == 1

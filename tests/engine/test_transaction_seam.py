@@ -20,6 +20,7 @@ import pytest
 from mqlite import OutMessage, QueueConfig, errors
 from mqlite.clock import FakeClock
 from mqlite.engine import Engine
+from waiting import one_batch
 
 START_MS = 1_700_000_000_000
 
@@ -130,50 +131,37 @@ def test_failing_dedup_batch_inside_tx_leaves_nothing_of_itself(eng: Engine) -> 
 
 
 class Batch:
-    """Queue calls while the writer is held, so the writer thread runs them as ONE batch."""
+    """Queue calls while the writer is held, so the writer thread runs them as ONE batch
+    (``waiting.one_batch``: the writer's test signals say when every call is queued and
+    how many the batch took)."""
 
     def __init__(self, eng: Engine) -> None:
         self.eng = eng
         self.results: dict[int, tuple[bool, Any]] = {}
-        self.threads: list[threading.Thread] = []
-        self._release = threading.Event()
-        self._held = threading.Event()
+        self._batch = one_batch(eng.writer)
 
     def __enter__(self) -> Batch:
-        def hold() -> None:
-            with self.eng.writer.hold():
-                self._held.set()
-                self._release.wait(10)
-
-        self._holder = threading.Thread(target=hold)
-        self._holder.start()
-        assert self._held.wait(10)
+        self.run = self._batch.__enter__()
         return self
 
     def add(self, fn: Callable[[], Any]) -> None:
-        index = len(self.threads)
+        index = len(self.run.threads)
 
-        def run() -> None:
+        def call() -> None:
             try:
                 self.results[index] = (True, fn())
             except Exception as exc:
                 self.results[index] = (False, exc)
 
-        t = threading.Thread(target=run)
-        self.threads.append(t)
-        t.start()
+        self.run.start(call)
 
-    def __exit__(self, *exc: object) -> None:
-        deadline = threading.Event()
-        for _ in range(1000):  # wait until every call is queued behind the held writer
-            if self.eng.writer.queued() == len(self.threads):
-                break
-            deadline.wait(0.005)
-        assert self.eng.writer.queued() == len(self.threads)
-        self._release.set()
-        self._holder.join(10)
-        for t in self.threads:
-            t.join(10)
+    def __exit__(self, *exc: Any) -> None:
+        self._batch.__exit__(*exc)
+
+    @property
+    def committed(self) -> list[int]:
+        """The sizes of the batches the writer signalled committed."""
+        return self.run.signals.batch_committed.values
 
 
 def test_one_failing_call_in_a_batch_leaves_the_others_committed(eng: Engine) -> None:
@@ -192,6 +180,7 @@ def test_one_failing_call_in_a_batch_leaves_the_others_committed(eng: Engine) ->
     assert len(seqs) == 6
     assert sorted(m.seq_number for m in eng.peek("q", max=100)) == seqs
     assert message_count(eng, "a") == 0  # the failing call's savepoint was rolled back
+    assert batch.committed == [7]  # one commit for the seven calls, the failed one included
 
 
 def test_a_failed_outer_commit_fails_every_call_and_changes_nothing(
@@ -217,6 +206,7 @@ def test_a_failed_outer_commit_fails_every_call_and_changes_nothing(
     monkeypatch.undo()
 
     assert len(batch.results) == 4
+    assert batch.committed == []  # the writer signalled no commit
     for ok, value in batch.results.values():
         assert not ok
         assert isinstance(value, errors.StorageFull)  # 503 unavailable: retryable
@@ -263,4 +253,5 @@ def test_embedded_threads_share_commits(eng: Engine) -> None:
             batch.add(lambda i=i: eng.send_one("q", OutMessage(str(i).encode())))
     assert all(ok for ok, _ in batch.results.values())
     assert commits == 1
+    assert batch.committed == [16]
     assert eng.stats("q").active == 16

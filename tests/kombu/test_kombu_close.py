@@ -11,10 +11,6 @@ back, not expired. Embedded database file, kombu's own API.
 
 from __future__ import annotations
 
-import sys
-import threading
-import time
-from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -22,6 +18,8 @@ import pytest
 
 import mqlite.kombu  # noqa: F401  (the alias)
 from kombu import Connection, Consumer, Exchange, Producer, Queue
+from mqlite import testing
+from waiting import wait_for_condition
 
 LOCK = {"visibility_timeout": 60}
 
@@ -29,24 +27,6 @@ LOCK = {"visibility_timeout": 60}
 @pytest.fixture
 def url(tmp_path: Path) -> str:
     return f"mqlite+file://{tmp_path / 'mq.db'}"
-
-
-def until(what: str, probe: Callable[[], bool], deadline_s: float = 5.0) -> None:
-    deadline = time.monotonic() + deadline_s
-    while not probe():
-        if time.monotonic() > deadline:
-            raise AssertionError(f"timed out waiting for {what}")
-        time.sleep(0.01)
-
-
-def parked(thread: threading.Thread) -> bool:
-    """The thread waits inside a Receive (its stack, read from the interpreter)."""
-    frame = sys._current_frames().get(thread.ident or -1)
-    names = []
-    while frame is not None:
-        names.append(frame.f_code.co_name)
-        frame = frame.f_back
-    return bool(names) and names[0] == "wait" and "receive" in names
 
 
 def publish(conn: Connection, q: Queue, n: int) -> None:
@@ -66,7 +46,8 @@ def test_closing_requeues_delivered_unacked_and_claimed_undelivered_messages(url
         Consumer(worker, [q], callbacks=[lambda body, m: got.append(m)], prefetch_count=5).consume()
         worker.drain_events(timeout=5)  # one handed over; the other four wait in the inbox
         inbox = worker.transport.inbox  # a second Receive may still be filling it
-        until("five claims, four in the inbox", lambda: inbox.qsize() == 4)
+        # Each put notifies the inbox's condition: wake on it, not on a timer.
+        wait_for_condition(inbox.not_empty, lambda: len(inbox.queue) == 4, "four in the inbox", 5)
         assert len(got) == 1 and mq.stats("held").locked == 5
         worker.release()
         stats = mq.stats("held")
@@ -83,13 +64,12 @@ def test_a_poll_parked_at_close_gives_back_what_it_claims_afterwards(url: str) -
         worker = Connection(url, transport_options=LOCK)
         Consumer(worker, [q], callbacks=[lambda body, m: None]).consume()
         (poller,) = worker.default_channel._pollers.values()
-        until("the poll to park in its Receive", lambda: parked(poller._thread))
+        parked = testing.engine(mq).notifier.wait_for_waiters("late", timeout_s=5)
+        assert parked, "the poll never parked in its Receive"
         worker.release()  # the client stays open: the producer's connection shares it
         publish(producer, q, 1)  # the closed worker's parked poll claims it, then gives it back
 
-        def given_back() -> bool:
-            (m,) = mq.peek("late")
-            return m.delivery_count == 1 and mq.stats("late").locked == 0
-
-        until("the late claim to come back", given_back)
+        poller._thread.join(5)  # the poll gives back what it claimed, then ends
         assert not poller._thread.is_alive()
+        (m,) = mq.peek("late")
+        assert (m.delivery_count, mq.stats("late").locked) == (1, 0)

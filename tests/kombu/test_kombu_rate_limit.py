@@ -13,18 +13,20 @@ from mqlite.kombu.polling import Poller, Slots
 
 
 class LimitedClient:
-    """receive: a 429 first, then empty answers; records when each call came."""
+    """receive: a 429 first, then an empty answer held until the test is done (a long poll
+    that found nothing); records when each call came."""
 
     def __init__(self) -> None:
         self.calls: list[float] = []
         self.second = threading.Event()
+        self.done = threading.Event()
 
     def receive(self, *args: Any) -> list[Any]:
         self.calls.append(time.monotonic())
         if len(self.calls) == 1:
             raise errors.ResourceExhausted("rate limit", retry_after_s=1)
         self.second.set()
-        time.sleep(0.01)
+        self.done.wait(5)
         return []
 
 
@@ -46,5 +48,6 @@ def test_the_poller_waits_the_retry_after_of_a_429() -> None:
         assert client.second.wait(5)
     finally:
         poller.stop()
+        client.done.set()
     assert client.calls[1] - client.calls[0] >= 0.95
     assert inbox.empty()  # a rate limit is not an auth failure: nothing raised to Celery

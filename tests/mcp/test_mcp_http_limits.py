@@ -7,6 +7,8 @@ listener, loopback sockets; every loop bounded in count and time."""
 from __future__ import annotations
 
 import contextlib
+import os
+import select
 import socket
 import threading
 import time
@@ -18,6 +20,8 @@ import httpx
 from mcp_support import ADMIN_TOKEN, Broker, http_listener, mcp_env
 
 from mqlite import defaults
+from mqlite.mcp.lanes import LONG_POLL_THREADS
+from waiting import poll_real_process
 
 HEADERS = {
     "Accept": "application/json, text/event-stream",
@@ -88,6 +92,14 @@ def test_a_huge_pre_auth_header_is_refused_quickly_while_an_authorized_call_comp
         assert max(took) < CALL_BOUND_S, took
 
 
+def closed_by_the_peer(sockets: list[socket.socket]) -> int:
+    """How many of ``sockets`` the server closed (readable: EOF, since it sends nothing)."""
+    poller = select.poll()
+    for s in sockets:
+        poller.register(s, select.POLLIN)
+    return len(poller.poll(0))
+
+
 def test_idle_sockets_beyond_the_cap_do_not_lock_clients_out(
     broker: Broker, tmp_path: Path
 ) -> None:
@@ -99,7 +111,14 @@ def test_idle_sockets_beyond_the_cap_do_not_lock_clients_out(
         try:
             for _ in range(idle):
                 sockets.append(socket.create_connection(("127.0.0.1", port), 5))
-            time.sleep(0.5)  # let the listener accept (and evict) them
+            # Every connection past the cap closes one (the oldest idle): once the listener
+            # has accepted them all, at least that many read EOF here.
+            over = idle - (nofile - defaults.FD_RESERVE)
+            poll_real_process(
+                f"the listener to close {over} idle sockets",
+                lambda: closed_by_the_peer(sockets) >= over,
+                deadline_s=10,
+            )
             assert timed_call(url, "list_queues", {}) < CALL_BOUND_S
             # The oldest idle sockets were closed to make room (they read EOF).
             sockets[0].settimeout(5)
@@ -126,10 +145,30 @@ PARKED = 45
 PARK_MS = 10_000
 
 
+def connections_to(pid: int, port: int) -> int:
+    """Established TCP connections of process ``pid`` to loopback ``port`` (its sockets'
+    inodes matched in the kernel's table): a real process's calls in flight to the broker."""
+    inodes = set()
+    for fd in Path(f"/proc/{pid}/fd").iterdir():
+        with contextlib.suppress(OSError):
+            target = os.readlink(fd)
+            if target.startswith("socket:["):
+                inodes.add(target[len("socket:[") : -1])
+    count = 0
+    for table in ("/proc/net/tcp", "/proc/net/tcp6"):
+        with contextlib.suppress(FileNotFoundError):
+            for line in Path(table).read_text().splitlines()[1:]:
+                fields = line.split()
+                far_port = int(fields[2].rsplit(":", 1)[1], 16)
+                if fields[3] == "01" and far_port == port and fields[9] in inodes:
+                    count += 1
+    return count
+
+
 def test_parked_receives_do_not_delay_short_tool_calls(broker: Broker, tmp_path: Path) -> None:
     queue = broker.create_queue()
     with (
-        http_listener(mcp_env(broker), tmp_path / "err") as (_, url),
+        http_listener(mcp_env(broker), tmp_path / "err") as (mcp, url),
         ThreadPoolExecutor(PARKED) as pool,
     ):
         call(url, "list_queues", {})  # warm
@@ -137,7 +176,14 @@ def test_parked_receives_do_not_delay_short_tool_calls(broker: Broker, tmp_path:
             pool.submit(call, url, "receive", {"queue": queue, "wait_time_ms": PARK_MS})
             for _ in range(PARKED)
         ]
-        time.sleep(1.0)  # every receive is parked in the broker (or waiting for a lane)
+        # The long-poll lane is full: each of its threads holds a connection of its own to
+        # the broker, its Receive parked there (the rest wait for a lane thread).
+        poll_real_process(
+            f"mqlite-mcp to hold {LONG_POLL_THREADS} connections to the broker (its full "
+            "long-poll lane)",
+            lambda: connections_to(mcp.pid, broker.port) >= LONG_POLL_THREADS,
+            deadline_s=20,
+        )
         took = [timed_call(url, "list_queues", {}) for _ in range(3)]
         sent = timed_call(url, "send", {"queue": queue, "body": "wakes one"})
         results = [f.result(timeout=PARK_MS / 1000 * 3 + 10) for f in parked]

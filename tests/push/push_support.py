@@ -106,6 +106,9 @@ class Receiver:
         class Server(http.server.ThreadingHTTPServer):
             daemon_threads = True
             allow_reuse_address = True
+            # socketserver's default backlog of 5 reset some of 16 connections opened at
+            # once (a push target's slots connecting together): not what is under test.
+            request_queue_size = 128
 
             def get_request(self) -> tuple[socket.socket, Any]:
                 conn, addr = super().get_request()

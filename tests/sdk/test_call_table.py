@@ -31,6 +31,7 @@ UNSAFE = {
     "AdminService/Redrive",
     "AdminService/Purge",
     "AuthService/CreateKey",
+    "AdminService/CreatePush",  # a replay would answer without the generated secret
 }
 
 

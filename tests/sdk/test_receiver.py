@@ -2,8 +2,8 @@
 
 Outcomes (complete / abandon with backoff / dead-letter), the concurrency bound, stop()
 mid-work, fatal and transient broker errors, and lease renewal. Every wait is on an event
-or a condition with a timeout; only the auto-renew test runs on the real clock (a 2 s lease
-through a 5 s handler) because renewal against the reaper is what it proves.
+or a condition with a timeout (the spy's calls, the receiver's own condition); lease time
+is the FakeClock's, the reaper run by the test after each step.
 """
 
 from __future__ import annotations
@@ -13,7 +13,6 @@ import random
 import threading
 import time
 from collections.abc import Callable, Iterator, Sequence
-from pathlib import Path
 from typing import Any
 
 import pytest
@@ -32,6 +31,7 @@ from mqlite import (
 )
 from mqlite.clock import SYSTEM_CLOCK, FakeClock
 from mqlite.sdk.consumer import RENEW_FLOOR_MS, renewal_delay_ms
+from waiting import wait_for_receiver, wake_receiver
 
 WAIT = 10.0  # generous upper bound for any event in these tests (they finish far sooner)
 
@@ -464,10 +464,7 @@ def test_stop_timeout_abandons_in_flight_messages_with_no_delay(
     release.set()
     for _ in range(2):
         assert returned.acquire(timeout=WAIT)
-    deadline = time.monotonic() + WAIT
-    while r.stats().in_flight:
-        assert time.monotonic() < deadline
-        threading.Event().wait(0.01)
+    wait_for_receiver(r, lambda st: st.in_flight == 0, "the stragglers to leave", WAIT)
     assert spy.count("complete") == 0
     assert spy.count("abandon") == 2
 
@@ -755,33 +752,38 @@ def test_renewals_go_out_in_groups_of_at_most_512(stoppers: list[Receiver]) -> N
     assert r.stats().leases_lost == 0
 
 
-def test_auto_renew_keeps_a_2s_lease_alive_through_a_5s_handler(db_path: Path) -> None:
-    """Real time: the reaper runs every second and would redeliver a lapsed lease."""
-    mq = mqlite.open_embedded(f"file:{db_path}", background=True)
-    try:
-        mq.create_queue("q", QueueConfig(lock_duration_ms=2000))
-        [seq] = send(mq, "q", 1)
-        spy = SpyClient(mq)
-        deliveries: list[int] = []
+def test_auto_renew_keeps_a_2s_lease_alive_through_a_5s_handler(
+    engine: mqlite.EmbeddedClient, clock: FakeClock, spy: SpyClient, stoppers: list[Receiver]
+) -> None:
+    """The handler's 5.6 s are eight FakeClock steps of 700 ms (over a third of the lease,
+    so each is due a renewal): after each it wakes the receiver (whose waits re-read the
+    clock when notified), waits for the renewal and runs the reaper, which would take
+    back a lapsed lease for redelivery (concurrency 2 would claim it again)."""
+    engine.create_queue("q", QueueConfig(lock_duration_ms=2000))
+    [seq] = send(engine, "q", 1)
+    deliveries: list[int] = []
+    reaped: list[int] = []
+    steps = 8
 
-        def handler(m: Message) -> None:
-            deliveries.append(m.delivery_count)
-            threading.Event().wait(5.0)  # the work
+    def handler(m: Message) -> None:
+        deliveries.append(m.delivery_count)
+        for step in range(1, steps + 1):
+            clock.advance(700)  # the work
+            wake_receiver(r)
+            spy.wait_for(calls_of("renew_batch", step))
+            reaped.append(sum(testing.engine(engine).reap_locks().values()))
 
-        r = Receiver(spy, "q", handler, concurrency=2, wait_ms=200).start()
-        try:
-            spy.wait_for(calls_of("complete", 1), timeout=8)
-        finally:
-            r.stop(timeout=0)
-        assert deliveries == [1]  # never redelivered (concurrency 2 would have taken it)
-        assert [c[1][1] for c in spy.calls if c[0] == "complete"] == [seq]
-        assert spy.count("complete!") == 0
-        assert mq.peek("q") == []
-        st = r.stats()
-        assert (st.completed, st.leases_lost, st.lock_lost) == (1, 0, 0)
-        assert st.renewed >= 4  # every ~2/3 s through a 5 s handler
-    finally:
-        mq.close()
+    r = start(stoppers, spy, "q", handler, concurrency=2)
+    spy.wait_for(calls_of("complete", 1))
+    r.stop(timeout=0)
+    assert deliveries == [1]  # never redelivered
+    assert reaped == [0] * steps  # the reaper never found the lease lapsed
+    assert [c[1][1] for c in spy.calls if c[0] == "complete"] == [seq]
+    assert spy.count("complete!") == 0
+    assert engine.peek("q") == []
+    st = r.stats()
+    assert (st.completed, st.leases_lost, st.lock_lost) == (1, 0, 0)
+    assert st.renewed == steps  # one per step: every third of the lease
 
 
 # -- construction ------------------------------------------------------------------------

@@ -1,23 +1,22 @@
 """The Receiver over HTTP against a real ``mqlite serve`` subprocess on a loopback port.
 
 Same consumer, the other client: outcomes, auth errors that stop it, and lease renewal
-against the broker's own reaper (real time, kept short: a 1 s lease through a 2.5 s
-handler).
+against the broker's own reaper (real time, kept short: a 1 s lease through a handler that
+waits for the broker's reaper to run past the lease's first deadline).
 """
 
 from __future__ import annotations
 
 import itertools
 import threading
-import time
 import uuid
-from collections.abc import Callable
 from typing import Any
 
 import pytest
 
 import mqlite
 from mqlite import DeadLetter, Message, OutMessage, QueueConfig, Receiver, errors
+from waiting import poll_real_process, wait_for_receiver
 
 WAIT = 10.0
 
@@ -35,11 +34,11 @@ def queue() -> str:
     return "rq-" + uuid.uuid4().hex[:12]
 
 
-def wait_until(pred: Callable[[], bool], timeout: float = WAIT) -> None:
-    deadline = time.monotonic() + timeout
-    while not pred():
-        assert time.monotonic() < deadline, "condition never became true"
-        threading.Event().wait(0.02)
+def reaped_after(client: Any, deadline_ms: int) -> bool:
+    """Has the broker's lock reaper (a real process's 1 s pass) run since ``deadline_ms``?
+    A lease that lapsed by then would have been taken back."""
+    passes = [t for t in client.observe().maintenance if t.task == "locks"]
+    return bool(passes) and passes[0].last_success_at_ms > deadline_ms
 
 
 def test_remote_outcomes_complete_abandon_and_dead_letter(client: Any, queue: str) -> None:
@@ -58,7 +57,9 @@ def test_remote_outcomes_complete_abandon_and_dead_letter(client: Any, queue: st
 
     r = Receiver(client, queue, handler, concurrency=2, wait_ms=500, on_error=lambda e, m: None)
     with r:
-        wait_until(lambda: r.stats().completed == 1 and r.stats().abandoned == 2)
+        wait_for_receiver(
+            r, lambda st: st.completed == 1 and st.abandoned == 2, "ok and flaky settled"
+        )
     st = r.stats()
     assert (st.completed, st.dead_lettered, st.abandoned, st.lock_lost) == (1, 1, 2, 0)
     dead = {m.body: m for m in client.peek(queue, state="dead_lettered")}
@@ -95,22 +96,28 @@ def test_remote_send_only_key_is_permission_denied(broker: Any, client: Any, que
 
 
 def test_remote_auto_renew_outlives_the_lease(client: Any, queue: str) -> None:
-    """Real time: a 1 s lease through a 2.5 s handler; the broker reaps every second."""
+    """Real time, a real broker: a 1 s lease through a handler that lasts until the
+    broker's own reaper (every second) has run past the lease's first deadline."""
     client.create_queue(queue, QueueConfig(lock_duration_ms=1000))
     client.send_one(queue, OutMessage(body=b"slow"))
     deliveries: list[int] = []
 
     def handler(m: Message) -> None:
         deliveries.append(m.delivery_count)
-        threading.Event().wait(2.5)
+        poll_real_process(
+            "the broker's reaper to pass the lease's first deadline",
+            lambda: reaped_after(client, m.locked_until_ms),
+            deadline_s=WAIT,
+            interval_s=0.1,
+        )
 
     r = Receiver(client, queue, handler, concurrency=2, wait_ms=500)
     with r:
-        wait_until(lambda: r.stats().completed == 1, timeout=6)
+        wait_for_receiver(r, lambda st: st.completed == 1, "the slow message completed")
     st = r.stats()
     assert deliveries == [1]
     assert (st.leases_lost, st.lock_lost, st.renew_errors) == (0, 0, 0)
-    assert st.renewed >= 3
+    assert st.renewed >= 2  # every third of the lease, past its first deadline
     assert client.stats(queue).total == 0
 
 
@@ -143,7 +150,7 @@ def test_remote_deliveries_follow_the_queue_retry_policy_and_the_dlq_keeps_the_e
     r = Receiver(client, queue, handler, wait_ms=2_000, backoff=Backoff(1, 2),
                  on_error=lambda e, m: None)  # fmt: skip
     with r:
-        wait_until(lambda: r.stats().abandoned == 4, timeout=30)
+        wait_for_receiver(r, lambda st: st.abandoned == 4, "four deliveries", 30)
     gaps = [b - a for a, b in itertools.pairwise(times)]
     assert len(gaps) == 3
     for gap, delay in zip(gaps, (1_000, 2_000, 3_000), strict=True):

@@ -22,6 +22,7 @@ UNSAFE_CALLS = {
     "send": lambda c: c.send("q", [OutMessage(b"x", message_id="m")]),
     "schedule": lambda c: c.schedule("q", [OutMessage(b"x")], at_ms=4_000_000_000_000),
     "create_key": lambda c: c.create_key(mqlite.generate_key_id(), "k", ["send"]),
+    "create_push": lambda c: c.create_push("q", "https://hooks.example.com/h"),
     "cancel": lambda c: c.cancel("q", 1),
     "purge": lambda c: c.purge("q"),
 }

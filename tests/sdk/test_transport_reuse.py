@@ -121,15 +121,19 @@ def test_sync_a_stall_on_a_reused_connection_ends_in_timed_out(
     assert TIMEOUT_S * 0.8 < elapsed < TIMEOUT_S * 4 + 1, elapsed
 
 
-async def _stall_after_a_gap(url: str, gap_s: float) -> tuple[Any, float]:
+WAIT_MS = 1000  # the stalled request is a long poll: its deadline is TIMEOUT_S + 1 s
+
+
+async def _stall_on_a_long_poll(url: str) -> tuple[Any, float]:
     async with mqlite.aio.connect(url, "t", timeout=TIMEOUT_S, retry=RetryPolicy(1)) as client:
         assert await client.stats("q") == mqlite.Stats("q", active=3)
-        # the first exchange's timer is kept, due TIMEOUT_S after the first request: well
-        # before the second request's own deadline
-        await asyncio.sleep(gap_s)
+        # the first exchange's timer is kept, due TIMEOUT_S after the first request: a
+        # second before the long poll's own deadline
         started = time.monotonic()
         try:
-            result: Any = await asyncio.wait_for(client.stats("q"), TIMEOUT_S * 8)
+            result: Any = await asyncio.wait_for(
+                client.receive("q", wait_ms=WAIT_MS), TIMEOUT_S * 8 + WAIT_MS / 1000
+            )
         except errors.MQLiteError as exc:
             result = exc
         return result, time.monotonic() - started
@@ -138,11 +142,12 @@ async def _stall_after_a_gap(url: str, gap_s: float) -> tuple[Any, float]:
 def test_aio_a_stall_on_a_reused_connection_ends_at_its_own_deadline(
     stalls_after_one: StallsAfter,
 ) -> None:
-    result, elapsed = asyncio.run(_stall_after_a_gap(stalls_after_one.url, TIMEOUT_S * 0.6))
+    result, elapsed = asyncio.run(_stall_on_a_long_poll(stalls_after_one.url))
     assert isinstance(result, mqlite.ConnectionFailed), result
     assert "TimeoutError" in result.message, result.message
-    # not when the kept timer first fired (0.4 × TIMEOUT_S in), and not never
-    assert TIMEOUT_S * 0.8 < elapsed < TIMEOUT_S * 4, elapsed
+    # not when the kept timer first fired (TIMEOUT_S in), and not never
+    deadline = TIMEOUT_S + WAIT_MS / 1000
+    assert deadline * 0.9 < elapsed < deadline * 3, elapsed
 
 
 def test_aio_back_to_back_exchanges_share_one_timer() -> None:

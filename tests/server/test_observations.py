@@ -61,11 +61,19 @@ class Collector:
 
 
 async def until(predicate: Callable[[], bool]) -> None:
+    """Let the event loop run the callers' tasks until ``predicate`` holds. It reads only
+    what those tasks change on this loop (callers waiting, collections begun), so yielding
+    (``sleep(0)``) is enough: no timer, and a bound so a missing step fails."""
     for _ in range(1000):
         if predicate():
             return
-        await asyncio.sleep(0.005)
+        await asyncio.sleep(0)
     raise AssertionError("condition not reached")
+
+
+async def sampling(c: Collector, n: int) -> None:
+    """Wait (off the loop) until collection ``n`` has begun sampling, on its thread."""
+    assert await asyncio.to_thread(c.started[n].wait, 10), f"collection {n} never sampled"
 
 
 def run(scenario: Callable[[Observations, Collector], Any], reuse_s: float = 1.0) -> None:
@@ -79,7 +87,7 @@ def run(scenario: Callable[[Observations, Collector], Any], reuse_s: float = 1.0
 def test_callers_before_sampling_share_one_round() -> None:
     async def scenario(obs: Observations, c: Collector) -> None:
         callers = [asyncio.ensure_future(obs.round()) for _ in range(10)]
-        await until(lambda: obs.waiting == 10)
+        await until(lambda: obs.waiting == 10 and len(c.go) == 1)
         c.release(0)
         rounds = await asyncio.gather(*callers)
         assert obs.rounds == 1 and len({id(r) for r in rounds}) == 1
@@ -94,7 +102,7 @@ def test_a_caller_after_sampling_began_gets_the_next_round() -> None:
         first = asyncio.ensure_future(obs.round())
         await until(lambda: len(c.go) == 1)
         c.go[0].set()  # round 0 samples now, and is held before it answers
-        await until(lambda: c.started[0].is_set())
+        await sampling(c, 0)
         late = [asyncio.ensure_future(obs.round()) for _ in range(3)]
         await until(lambda: obs.waiting == 4)
         assert len(c.go) == 1  # round 1 waits for round 0: never two at once
@@ -114,7 +122,7 @@ def test_a_failed_collection_fails_every_sharer_and_the_next_round_runs() -> Non
     async def scenario(obs: Observations, c: Collector) -> None:
         c.fail = True
         callers = [asyncio.ensure_future(obs.round()) for _ in range(3)]
-        await until(lambda: obs.waiting == 3)
+        await until(lambda: obs.waiting == 3 and len(c.go) == 1)
         c.release(0)
         for outcome in await asyncio.gather(*callers, return_exceptions=True):
             assert isinstance(outcome, RuntimeError)
@@ -137,7 +145,7 @@ def test_converted_once_per_round(callers: int) -> None:
             return len(conversions)
 
         pending = [asyncio.ensure_future(obs.round()) for _ in range(callers)]
-        await until(lambda: obs.waiting == callers)
+        await until(lambda: obs.waiting == callers and len(c.go) == 1)
         c.release(0)
         rounds = await asyncio.gather(*pending)
         assert await asyncio.gather(*(r.converted(convert) for r in rounds)) == [1] * callers

@@ -86,6 +86,20 @@ def seq_list(text: str) -> list[int]:
     return [seq(p) for p in items]
 
 
+def prop(text: str) -> tuple[str, str]:
+    """One ``--prop K=V`` (the value may hold ``=``): the application property a filter
+    reads as ``properties["K"]``. send, schedule and cron add take it repeated."""
+    key, sep, value = text.partition("=")
+    if not sep or not key:
+        raise argparse.ArgumentTypeError(f"{text!r} is not K=V")
+    return key, value
+
+
+def prop_list(text: str) -> list[tuple[str, str]]:
+    """``K=V,K=V`` in one argument (test-filter's sample properties), each as ``prop``."""
+    return [prop(item) for item in filter(None, (p.strip() for p in text.split(",")))]
+
+
 def at_time(text: str, now_ms: int) -> int:
     """``--at``: RFC3339, or a duration from now. Must be in the future."""
     raw = text.strip()

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import json
 import sys
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable, Sequence, Sized
 from datetime import UTC, datetime
 from typing import Any, BinaryIO
 
@@ -89,6 +89,33 @@ class Output:
         """A response object exactly as the HTTP API encodes it."""
         sys.stdout.flush()
         self.stream.write(encode_response(route, response))
+
+    def answer(self, route: Route[Any, Any], response: Any, text: str) -> None:
+        """A verb's one answer: ``response`` as the HTTP API encodes it with ``--output
+        json`` (what a script parses), else the sentence ``text`` (what a person reads)."""
+        if self.json:
+            self.wire(route, response)
+        else:
+            self.line(text)
+
+    def listing(
+        self,
+        route: Route[Any, Any],
+        response: Any,
+        items: Sized,
+        empty: str,
+        headers: Sequence[str],
+        rows: Iterable[Sequence[object]],
+    ) -> None:
+        """A List verb's answer: ``response`` with ``--output json``; else a table of
+        ``rows`` (drawn lazily: a generator is never run for JSON), or the line ``empty``
+        when there are no ``items``, never an empty table a person could misread."""
+        if self.json:
+            self.wire(route, response)
+        elif not items:
+            self.line(empty)
+        else:
+            self.table(headers, rows)
 
     def table(self, headers: Sequence[str], rows: Iterable[Sequence[object]]) -> None:
         cells = [list(headers), *([str(c) for c in r] for r in rows)]

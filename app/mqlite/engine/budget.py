@@ -28,6 +28,22 @@ def json_len(text: str) -> int:
 def encoded_size(m: Message) -> int:
     """An upper bound of ``m``'s bytes in a response (see the module docstring)."""
     size = MESSAGE_OVERHEAD_BYTES + (len(m.body) + 2) // 3 * 4
+    token = m.lock_token
+    if not (  # a claimed message without metadata (every drain's: hot path)
+        m.message_id
+        or m.group_id
+        or m.subject
+        or m.correlation_id
+        or m.reply_to
+        or m.content_type
+        or m.state
+        or m.dead_letter_reason
+        or m.dead_letter_description
+        or m.properties
+    ):
+        if token.isascii() and token.isprintable():  # (json_len inlined)
+            return size + len(token) + token.count('"') + token.count("\\")
+        return size + 6 * len(token)
     for text in (
         m.message_id,
         m.group_id,

@@ -125,7 +125,7 @@ class Catalog:
 
     def routes(self, name: str) -> list[Route]:
         """A topic fans out to its subscriptions; otherwise the name must be a queue."""
-        view = self._view()
+        view = self._committed if self._pending is None else self._view()  # (hot path)
         topic = view.topics.get(name)
         if topic is not None:
             return topic

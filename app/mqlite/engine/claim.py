@@ -20,7 +20,7 @@ from mqlite import defaults
 from mqlite.engine import claim_pipelined
 from mqlite.engine.budget import encoded_size
 from mqlite.engine.remote import pipelined
-from mqlite.engine.rows import MESSAGE_COLUMNS, row_to_message
+from mqlite.engine.rows import MESSAGE_COLUMNS, make_message, row_to_message
 from mqlite.types import Message, OrderingMode, QueueInfo
 
 # standard and group_fifo share this statement (ungrouped rows have no head-of-line).
@@ -156,21 +156,31 @@ def _claim_loop(
 
 
 def _without_lease(msg: Message) -> Message:
-    return Message(
-        seq_number=msg.seq_number,
-        queue=msg.queue,
-        body=msg.body,
-        message_id=msg.message_id,
-        group_id=msg.group_id,
-        subject=msg.subject,
-        correlation_id=msg.correlation_id,
-        reply_to=msg.reply_to,
-        content_type=msg.content_type,
-        properties=msg.properties,
-        delivery_count=msg.delivery_count,
-        enqueued_at_ms=msg.enqueued_at_ms,
-        last_error=msg.last_error,
-        last_error_at_ms=msg.last_error_at_ms,
+    """The receive-and-delete view: no token, no lease (``make_message``: Message's
+    field order)."""
+    return make_message(
+        msg.seq_number,
+        msg.queue,
+        msg.body,
+        msg.message_id,
+        msg.group_id,
+        msg.subject,
+        msg.correlation_id,
+        msg.reply_to,
+        msg.content_type,
+        msg.properties,
+        msg.delivery_count,
+        msg.enqueued_at_ms,
+        0,  # locked_until_ms
+        "",  # lock_token
+        "",  # state
+        0,  # visible_at_ms
+        0,  # expires_at_ms
+        "",  # dead_letter_reason
+        "",  # dead_letter_description
+        msg.last_error,
+        msg.last_error_at_ms,
+        None,  # _settler
     )
 
 

@@ -14,7 +14,11 @@ with its own fresh token. The outcome is the loop's, claim for claim:
   found nothing either: nothing changed in between);
 - the byte budget: a chunk is claimed inside a savepoint; if the budget is crossed before
   its end, the chunk is rolled back and claimed again by the loop (exactly the loop's
-  messages; rare: a chunk of messages over ``RESPONSE_BYTE_BUDGET``).
+  messages; rare: a chunk of messages over ``RESPONSE_BYTE_BUDGET``);
+- the server's response limit (sqld's ``--max-response-size``): a chunk whose answer is
+  over it is undone and claimed one by one, and the queue's chunks are capped at half
+  that size on this connection from then on (halving again if still too large), so a
+  queue of large bodies pays the undone chunk once, not on every Receive.
 """
 
 from __future__ import annotations
@@ -60,19 +64,23 @@ def claim_batch(
     chunk that crossed the byte budget."""
     out: list[Message] = []
     budget = 0
-    hints = conn.claim_hints
+    hints, limits = conn.claim_hints, conn.claim_limits
     queue = str(params["queue"])
     n = max(FIRST_CHUNK, 2 * hints.get(queue, 0))
+    limit = limits.get(queue, MAX_CHUNK)
     while len(out) < max_messages:
-        n = min(n, MAX_CHUNK, max_messages - len(out))
+        n = min(n, limit, max_messages - len(out))
         conn.execute("SAVEPOINT sp_claims")  # queued: it travels with the claims
         try:
             rows = _claims(conn, sql, params, [new_token() for _ in range(n)], delete)
         except ResultTooLarge:
             # The chunk's rows together are over sqld's response limit (large bodies): the
             # claims ran on the server, their answer did not come back. Undo the chunk;
-            # the loop claims one row per answer (a later Receive takes the rest).
+            # the loop claims one row per answer (a later Receive takes the rest), and the
+            # queue's later receives ask for half as many per request (halving again
+            # until an answer fits) instead of undoing a full chunk every time.
             _undo_chunk(conn)
+            _remember(limits, queue, max(1, n // 2))
             return out if out else one_by_one(max_messages)
         got: list[Message] = []
         for row in rows:
@@ -94,10 +102,14 @@ def claim_batch(
         if len(got) < n or budget >= defaults.RESPONSE_BYTE_BUDGET:
             break
         n *= 2
-    if len(hints) >= MAX_HINTS and queue not in hints:
-        hints.clear()  # bounded: a broker with very many queues starts them small again
-    hints[queue] = len(out)
+    _remember(hints, queue, len(out))
     return out
+
+
+def _remember(per_queue: dict[str, int], queue: str, value: int) -> None:
+    if len(per_queue) >= MAX_HINTS and queue not in per_queue:
+        per_queue.clear()  # bounded: a broker with very many queues starts them afresh
+    per_queue[queue] = value
 
 
 def _undo_chunk(conn: RemoteConnection) -> None:

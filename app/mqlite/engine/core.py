@@ -99,7 +99,7 @@ class EngineCore:
         self.effects = MessageEffects()
         self.storage_ops = StorageOps(self.clock.now_ms, lambda: self.clock.monotonic_ms() / 1000)
         self.maintenance_runs = MaintenanceRuns(self.clock.now_ms)
-        self.schedule_measures = ScheduleMeasures()  # cron firings (schedules.py)
+        self.schedule_measures = ScheduleMeasures()  # cron firings (schedule_firing.py)
         # Push targets in memory (push.py) and the egress guard they are checked by.
         self.pushes = PushRegistry(Egress(parse_networks(push_allow_networks)))
         location = parse_dsn(dsn)

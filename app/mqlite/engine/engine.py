@@ -3,7 +3,8 @@
 The parts (``part.py``) each hold the verbs of one responsibility over the shared core:
 ``queues`` (the catalog: queues and topics), ``messaging`` (send, claim, settle, the
 outbox), ``admin`` (browse, dead letters, status), ``maintenance`` (reaper, TTL,
-janitors, reclaim, the lease), ``access_keys``, ``observer``, ``schedules`` (cron) and ``audit``.
+janitors, reclaim, the lease), ``access_keys``, ``observer``, ``schedules`` (cron: the
+verbs) and ``schedule_firing`` (cron: the firing pass), ``audit`` and ``push_ops``.
 A transport is handed the parts it uses; the facade only names each verb once, as the
 part's own bound method (``_Verb``), for the embedded client and the tests, which use
 the engine as one object.
@@ -23,6 +24,7 @@ from mqlite.engine.messaging import Messaging
 from mqlite.engine.observe import Observer
 from mqlite.engine.push import Pushes
 from mqlite.engine.queue_ops import Queues
+from mqlite.engine.schedule_firing import ScheduleFiring
 from mqlite.engine.schedules import Schedules
 
 P = ParamSpec("P")
@@ -57,6 +59,7 @@ class Engine(EngineCore):
     messaging: Messaging
     admin: Admin
     schedules: Schedules
+    schedule_firing: ScheduleFiring
     maintenance: Maintenance
     access_keys: AccessKeys
     observer: Observer
@@ -67,9 +70,10 @@ class Engine(EngineCore):
         self.queues = Queues(self)
         self.messaging = Messaging(self)
         self.admin = Admin(self)
-        self.schedules = Schedules(self, self.messaging)
+        self.schedule_firing = ScheduleFiring(self, self.messaging)
+        self.schedules = Schedules(self, self.schedule_firing)
         self.audit = Audit(self)
-        self.maintenance = Maintenance(self, self.schedules, self.audit)
+        self.maintenance = Maintenance(self, self.schedule_firing, self.audit)
         self.access_keys = AccessKeys(self)
         self.observer = Observer(self)
         self.push_ops = Pushes(self)
@@ -131,7 +135,7 @@ class Engine(EngineCore):
     run_maintenance_once = _Verb("maintenance", Maintenance.run_maintenance_once)
     tend_disk = _Verb("maintenance", Maintenance.tend_disk)
 
-    # -- access keys (keys.py), observation (observe.py), cron (schedules.py) -------------
+    # -- access keys (keys.py), observation (observe.py), cron (schedule*.py) -------------
     create_key = _Verb("access_keys", AccessKeys.create_key)
     list_keys = _Verb("access_keys", AccessKeys.list_keys)
     revoke_key = _Verb("access_keys", AccessKeys.revoke_key)
@@ -141,7 +145,7 @@ class Engine(EngineCore):
     create_schedule = _Verb("schedules", Schedules.create_schedule)
     list_schedules = _Verb("schedules", Schedules.list_schedules)
     delete_schedule = _Verb("schedules", Schedules.delete_schedule)
-    fire_schedules = _Verb("schedules", Schedules.fire_schedules)
+    fire_schedules = _Verb("schedule_firing", ScheduleFiring.fire_schedules)
 
     # -- the audit trail (audit_ops.py) ---------------------------------------------------
     list_audit = _Verb("audit", Audit.list_audit)

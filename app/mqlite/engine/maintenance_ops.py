@@ -21,7 +21,7 @@ from mqlite.engine.core import EngineCore, outside_transaction, serialized
 from mqlite.engine.diagnostics import INTERRUPTIONS
 from mqlite.engine.location import require_file
 from mqlite.engine.part import Part
-from mqlite.engine.schedules import Schedules
+from mqlite.engine.schedule_firing import ScheduleFiring
 
 VACUUM_SQL = "VACUUM"
 
@@ -40,17 +40,17 @@ class MaintenanceReport:
     attempts_pruned: int = 0
     dlq_dropped: int = 0
     pages_reclaimed: int = 0
-    schedules_fired: int = 0  # cron slots sent (engine/schedules.py)
+    schedules_fired: int = 0  # cron slots sent (engine/schedule_firing.py)
     audit_pruned: int = 0  # audit rows past retention (engine/audit_ops.py)
 
 
 class Maintenance(Part):
     """The passes the maintenance scheduler runs (``mqlite.scheduling`` is handed this
-    part and nothing else of the engine), the cron firing pass through ``schedules``."""
+    part and nothing else of the engine), the cron firing pass through ``schedule_firing``."""
 
-    def __init__(self, core: EngineCore, schedules: Schedules, audit: Audit) -> None:
+    def __init__(self, core: EngineCore, schedule_firing: ScheduleFiring, audit: Audit) -> None:
         super().__init__(core)
-        self.schedules = schedules
+        self.schedule_firing = schedule_firing
         self.audit = audit
 
     # -- maintenance ----------------------------------------------------------------------
@@ -231,7 +231,7 @@ class Maintenance(Part):
 
     def fire_schedules(self) -> int:
         """The cron pass (off the writer: it takes it per batch of due schedules)."""
-        return self.schedules.fire_schedules()
+        return self.schedule_firing.fire_schedules()
 
     def tend_disk(self) -> None:
         """Recreate the disk reserve once there is room (maintenance; never on the writer:

@@ -155,6 +155,17 @@ class OperationStats:
     duration: Histogram = field(default_factory=Histogram)
     last_error: tuple[int, diagnostics.Failure] | None = None  # (at_ms, failure)
 
+    def succeeded(self, seconds: float, retries: int) -> None:
+        self.count += 1
+        if retries:
+            self.retries += retries
+        h = self.duration  # Histogram.observe inlined: one per engine call (hot path)
+        i = bisect_left(BUCKETS, seconds)
+        if i < len(h.counts):
+            h.counts[i] += 1
+        h.count += 1
+        h.sum += seconds
+
 
 class StorageOps:
     """Storage operations by (operation, outcome, error_code), every fixed pair present."""
@@ -179,15 +190,14 @@ class StorageOps:
 
     def ok(self, operation: str, seconds: float, retries: int = 0) -> None:
         with self._lock:
-            s = self.stats[operation, "ok", ""]
-            s.count += 1
-            s.retries += retries
-            h = s.duration  # Histogram.observe inlined: one per engine call (hot path)
-            i = bisect_left(BUCKETS, seconds)
-            if i < len(h.counts):
-                h.counts[i] += 1
-            h.count += 1
-            h.sum += seconds
+            self.stats[operation, "ok", ""].succeeded(seconds, retries)
+
+    def ok_on_writer(self, operation: str) -> Callable[[float, int], None]:
+        """The recorder of ``operation``'s successes, for an operation recorded only by
+        the writer token's holder (a transaction): no lock, as the one reader of the
+        stats (``observe.py``) runs on the writer too (the lock keeps replica reads,
+        recorded off it, consistent); bound once, so no key is built per call."""
+        return self.stats[operation, "ok", ""].succeeded
 
     def failed(self, operation: str, seconds: float, exc: BaseException, retries: int = 0) -> None:
         """A failed operation: a storage error, an interruption or an application refusal."""

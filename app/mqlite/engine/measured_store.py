@@ -54,6 +54,7 @@ class MeasuredStore(Store):
             dsn, sync=sync, checkpoint=checkpoint, auth_token=auth_token, now_ms=now_ms
         )
         self.retrying = self.location.remote is not None  # only a remote connection retries
+        self.transaction_ok = ops.ok_on_writer("transaction")
 
     def new_retries(self) -> int:
         """Safe retries of the connection since the last call (0 on a local file)."""
@@ -99,15 +100,13 @@ class _MeasuredTransaction(_Transaction):
     """``Store``'s own transaction plus the measurement: a subclass rather than a wrapper
     around one, so a block costs one object and no extra calls (every call's path)."""
 
-    __slots__ = ("_batch", "_nested", "_started")
+    __slots__ = ("_batch", "_started")
 
     def __init__(self, store: MeasuredStore, batch: bool) -> None:
         self._store = store
         self._commit_mark = 0
         self._undo_mark = 0
-        self._batch = batch
-        self._nested = False
-        self._started = 0.0
+        self._batch = batch  # (_started: set first thing by __enter__)
 
     def __enter__(self) -> sqlite3.Connection:
         self._started = perf_counter()
@@ -116,8 +115,6 @@ class _MeasuredTransaction(_Transaction):
         except BaseException as exc:
             self._failed(exc)
             raise
-        store = self._store
-        self._nested = store._tx.depth > 1
         if MeasuredStore.fault is not None:
             try:
                 MeasuredStore.fault("transaction")
@@ -140,11 +137,11 @@ class _MeasuredTransaction(_Transaction):
             return
         seconds = perf_counter() - self._started
         store: MeasuredStore = self._store  # type: ignore[assignment]
-        ops = store.ops
-        if self._nested:
-            store.after_commit(lambda: ops.ok("transaction", seconds, store.new_retries()))
+        record = store.transaction_ok
+        if store._tx.depth:  # nested (the block's own depth is left already)
+            store.after_commit(lambda: record(seconds, store.new_retries()))
         else:  # (a file never retries: no call for it on the hot path)
-            ops.ok("transaction", seconds, store.new_retries() if store.retrying else 0)
+            record(seconds, store.new_retries() if store.retrying else 0)
 
     def _failed(self, exc: BaseException) -> None:
         if self._batch and not isinstance(exc, sqlite3.Error | errors.StorageError):

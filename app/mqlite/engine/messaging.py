@@ -30,9 +30,6 @@ from mqlite.engine.validate import (
 )
 from mqlite.types import BatchResult, Message
 
-# The state an abandon left its row in (a primary-key probe, only after a fresh abandon).
-MESSAGE_STATE_SQL = "SELECT state FROM messages WHERE id = ?"
-
 
 class Messaging(Sending):
     # -- receive --------------------------------------------------------------------------
@@ -172,10 +169,9 @@ class Messaging(Sending):
         if q is None:
             raise errors.LockLost(f"lock lost: no queue {queue!r}")
         with self._write() as (conn, now):
-            if settle.abandon(conn, now, q, seq_number, lock_token, delay_ms, err):
-                # At the delivery limit an abandon dead-letters (settle.ABANDON_SQL).
-                row = conn.execute(MESSAGE_STATE_SQL, (seq_number,)).fetchone()
-                dead = row is not None and row[0] == "dead_lettered"
+            state = settle.abandon(conn, now, q, seq_number, lock_token, delay_ms, err)
+            if state is not None:  # fresh: at the delivery limit an abandon dead-letters
+                dead = state == "dead_lettered"
                 self._count((queue, "abandoned", 1), (queue, "dead_lettered", int(dead)))
             self._wake_after_commit({queue: 1})
 

@@ -75,6 +75,11 @@ class Notifier:
 
     def notify(self, queue: str, count: int | None = None) -> None:
         """Wake at most ``count`` waiters of ``queue`` (all when None), oldest first."""
+        if queue not in self._waiters:
+            # Nobody parked (every send's path): no lock. A poll registering meanwhile
+            # claims after registering, on the writer this commit's holder still owns,
+            # so it sees what was committed (the register-before-claim rule above).
+            return
         with self._lock:
             waiters = self._waiters.get(queue)
             if not waiters:

@@ -204,6 +204,9 @@ class RemoteConnection:
         # Per queue, the messages its last receive claimed: the next one's first chunk
         # of claims (claim_pipelined.py).
         self.claim_hints: dict[str, int] = {}
+        # Per queue, the largest chunk whose answer fits the server's response limit, once
+        # one did not (large bodies): later receives ask for no more (claim_pipelined.py).
+        self.claim_limits: dict[str, int] = {}
 
     def execute(self, sql: str, params: Sequence[Any] | Mapping[str, Any] = ()) -> RemoteCursor:
         kind, name = classify(sql)

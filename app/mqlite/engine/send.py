@@ -58,6 +58,8 @@ DELETE FROM messages
 # Fields of at most this many UTF-8 bytes (4 per character) are within every limit.
 _UNMEASURED_FIELD_BYTES = min(defaults.MAX_FIELD_BYTES, defaults.MAX_METADATA_BYTES)
 
+_EMPTY = ""  # compared by identity: CPython has one empty str object
+
 _STRING_FIELDS = ("message_id", "group_id", "subject", "correlation_id", "reply_to", "content_type")
 
 
@@ -67,17 +69,23 @@ class Route:
     accepts: Accepts | None = None
 
 
-@dataclass(frozen=True, slots=True)
 class SendResult:
     """Plain dicts, not Counters: built on every send (hot path), and a Counter costs two
-    Python calls to make and one per first increment."""
+    Python calls to make and one per first increment. A plain class: a dataclass's
+    ``__init__`` would call ``dict()`` for each empty default, and a frozen one
+    ``object.__setattr__`` per field."""
 
-    seq_numbers: list[int]
-    notify: dict[str, int]  # claimable copies per queue: that many parked polls are woken
-    # Message effects (observe.py): inserted copies, and dedup hits by kind, per queue.
-    copies: dict[str, int] = dataclasses.field(default_factory=dict)
-    deduplicated: dict[str, int] = dataclasses.field(default_factory=dict)
-    conflicts: dict[str, int] = dataclasses.field(default_factory=dict)
+    __slots__ = ("conflicts", "copies", "deduplicated", "notify", "seq_numbers")
+
+    def __init__(
+        self, seq_numbers: list[int], notify: dict[str, int], copies: dict[str, int]
+    ) -> None:
+        self.seq_numbers = seq_numbers
+        self.notify = notify  # claimable copies per queue: that many parked polls are woken
+        # Message effects (observe.py): inserted copies, and dedup hits by kind, per queue.
+        self.copies = copies
+        self.deduplicated: dict[str, int] = {}
+        self.conflicts: dict[str, int] = {}
 
 
 def validate_messages(messages: object, max_message_bytes: int) -> list[OutMessage]:
@@ -108,6 +116,21 @@ def validate_messages(messages: object, max_message_bytes: int) -> list[OutMessa
                 f"messages[{i}].body is {len(body)} bytes, over the {max_message_bytes}-byte cap "
                 "(MQLITE_MAX_MESSAGE_BYTES on a broker, max_message_bytes embedded)"
             )
+        props = m.properties
+        if (
+            m.message_id is _EMPTY
+            and m.group_id is _EMPTY
+            and m.subject is _EMPTY
+            and m.correlation_id is _EMPTY
+            and m.reply_to is _EMPTY
+            and m.content_type is _EMPTY
+            and type(props) is dict
+            and not props
+        ):
+            # No metadata (the common message): nothing to type-check or measure. (An
+            # empty string that is not CPython's one "" object takes the checks below.)
+            out.append(m if type(body) is bytes else dataclasses.replace(m, body=bytes(body)))
+            continue
         if not (
             type(m.message_id) is str
             and type(m.group_id) is str
@@ -118,7 +141,6 @@ def validate_messages(messages: object, max_message_bytes: int) -> list[OutMessa
         ):
             bad = next(f for f in _STRING_FIELDS if type(getattr(m, f)) is not str)
             raise errors.InvalidArgument(f"messages[{i}].{bad} must be a string")
-        props = m.properties
         if props is None:
             props = {}
         elif type(props) is not dict or (
@@ -194,10 +216,8 @@ def insert(
     now_ms: int,
     routes: Sequence[Route],
     messages: Sequence[OutMessage],
-    *,
     visible_at_ms: int,
     ttl_ms: int | None,
-    single: bool,
     plan: list[list[Route]] | None = None,
 ) -> SendResult:
     """Insert every message into every accepting route; return positional seq numbers.
@@ -209,20 +229,24 @@ def insert(
     """
     scheduled = visible_at_ms > now_ms
     state = "scheduled" if scheduled else "active"
-    if (
-        len(routes) == 1
-        and plan is None
-        and (len(messages) > 1 or type(conn) is not sqlite3.Connection)
-    ):
-        route = routes[0]  # (remote: a single send too, so that it rides with the COMMIT)
-        if route.queue.config.dedup_window_ms <= 0:
-            batch = _insert_many(conn, now_ms, route.queue, messages, visible_at_ms, ttl_ms, state)
-            copies = {route.queue.name: len(batch)}
-            return SendResult(batch, {} if scheduled else copies, copies)
+    if len(routes) == 1 and plan is None and routes[0].queue.config.dedup_window_ms <= 0:
+        q = routes[0].queue  # one plain queue, no dedup: the common send
+        if len(messages) > 1 or type(conn) is not sqlite3.Connection:
+            # (remote: a single send too, so that it rides with the COMMIT)
+            batch = _insert_many(conn, now_ms, q, messages, visible_at_ms, ttl_ms, state)
+        else:
+            m = messages[0]
+            if not m.group_id and q.config.ordering_mode == OrderingMode.GROUP_FIFO:
+                raise errors.GroupRequired(
+                    f"queue {q.name!r} is group_fifo: every message needs a group_id"
+                )
+            props = encode_properties(m.properties) if m.properties else None
+            batch = [_insert_row(conn, now_ms, q, m, props, state, visible_at_ms, ttl_ms)]
+        inserted = {q.name: len(batch)}
+        return SendResult(batch, {} if scheduled else inserted, inserted)
     notify: dict[str, int] = {}
-    result = SendResult([], notify)
-    copies = result.copies
-    execute = conn.execute
+    copies: dict[str, int] = {}
+    result = SendResult([], notify, copies)
     for i, m in enumerate(messages):
         final_seq = 0
         conflicted = False
@@ -247,58 +271,14 @@ def insert(
                         final_seq = seq
                         result.deduplicated[q.name] = result.deduplicated.get(q.name, 0) + 1
                     continue
-            # effective_ttl_ms and split_body, inlined for the common case (hot path).
-            ttl = (
-                effective_ttl_ms(ttl_ms, cfg.default_ttl_ms) if ttl_ms or cfg.default_ttl_ms else 0
-            )
-            body = m.body
-            if len(body) > EXTERNAL_BODY_MIN_BYTES:
-                inline, external = b"", len(body)
-            else:
-                inline, external = body, 0
-            if plain(m):
-                cur = execute(
-                    INSERT_PLAIN_SQL,
-                    (
-                        q.name,
-                        state,
-                        visible_at_ms,
-                        now_ms,
-                        visible_at_ms + ttl if ttl > 0 else 0,
-                        inline,
-                        external,
-                    ),
-                )
-            else:
-                cur = execute(
-                    INSERT_MESSAGE_SQL,
-                    (
-                        q.name,
-                        state,
-                        visible_at_ms,
-                        now_ms,
-                        visible_at_ms + ttl if ttl > 0 else 0,
-                        m.message_id or None,
-                        m.correlation_id or None,
-                        m.reply_to or None,
-                        m.group_id or None,
-                        m.content_type or None,
-                        m.subject or None,
-                        props,
-                        inline,
-                        external,
-                    ),
-                )
-            seq = int(cur.lastrowid or 0)
-            if external:
-                execute(INSERT_BODY_SQL, (seq, m.body))
+            seq = _insert_row(conn, now_ms, q, m, props, state, visible_at_ms, ttl_ms)
             if digest:
                 dedup.record(conn, now_ms, q.name, m.message_id, digest, seq)
             if not scheduled:
                 notify[q.name] = notify.get(q.name, 0) + 1
             copies[q.name] = copies.get(q.name, 0) + 1
             final_seq = seq
-        if single and final_seq == 0 and conflicted:
+        if final_seq == 0 and conflicted and len(messages) == 1:
             raise errors.DedupConflict(
                 "a message with this message_id and a different body is in the dedup window"
             )
@@ -306,17 +286,64 @@ def insert(
     return result
 
 
-def plain(m: OutMessage) -> bool:
-    """No metadata to bind: the message goes in with ``INSERT_PLAIN_SQL``."""
-    return not (
+def _insert_row(
+    conn: sqlite3.Connection,
+    now_ms: int,
+    q: QueueInfo,
+    m: OutMessage,
+    props: str | None,
+    state: str,
+    visible_at_ms: int,
+    ttl_ms: int | None,
+) -> int:
+    """One copy of ``m`` into ``q`` (its body in ``bodies`` when large); its seq.
+    ``props``: ``m.properties`` encoded (once per message, not per route)."""
+    cfg = q.config
+    # effective_ttl_ms and split_body, inlined for the common case (hot path).
+    ttl = effective_ttl_ms(ttl_ms, cfg.default_ttl_ms) if ttl_ms or cfg.default_ttl_ms else 0
+    body = m.body
+    if len(body) > EXTERNAL_BODY_MIN_BYTES:
+        inline, external = b"", len(body)
+    else:
+        inline, external = body, 0
+    if not (  # plain(m) inlined: no metadata to bind (INSERT_PLAIN_SQL)
         m.message_id
         or m.correlation_id
         or m.reply_to
         or m.group_id
         or m.content_type
         or m.subject
-        or m.properties
-    )
+        or props
+    ):
+        cur = conn.execute(
+            INSERT_PLAIN_SQL,
+            (q.name, state, visible_at_ms, now_ms, visible_at_ms + ttl if ttl > 0 else 0,
+             inline, external),
+        )  # fmt: skip
+    else:
+        cur = conn.execute(
+            INSERT_MESSAGE_SQL,
+            (
+                q.name,
+                state,
+                visible_at_ms,
+                now_ms,
+                visible_at_ms + ttl if ttl > 0 else 0,
+                m.message_id or None,
+                m.correlation_id or None,
+                m.reply_to or None,
+                m.group_id or None,
+                m.content_type or None,
+                m.subject or None,
+                props,
+                inline,
+                external,
+            ),
+        )
+    seq = int(cur.lastrowid or 0)
+    if external:
+        conn.execute(INSERT_BODY_SQL, (seq, body))
+    return seq
 
 
 def _insert_many(
@@ -343,7 +370,7 @@ def _insert_many(
     expires = visible_at_ms + ttl if ttl > 0 else 0
     name = queue.name
     # split_body and encode_properties inlined: no Python call per message (hot path).
-    if not any(  # (see INSERT_PLAIN_SQL; plain() inlined: no call per message)
+    if not any(  # (see INSERT_PLAIN_SQL; no metadata: no call per message)
         m.message_id
         or m.correlation_id
         or m.reply_to

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 from collections import Counter
 from collections.abc import Sequence
+from functools import partial
 
 from mqlite import defaults, errors
 from mqlite.engine import send
@@ -23,13 +24,13 @@ class Sending(Part):
         self, queue: str, messages: Sequence[OutMessage], ttl_ms: int | None = None
     ) -> list[int]:
         """Enqueue a batch atomically; positional seqs (0 = dedup conflict in a batch)."""
-        return self._send(queue, messages, ttl_ms=ttl_ms, at_ms=None)
+        return self._send(queue, messages, ttl_ms, None)
 
     def send_one(self, queue: str, message: OutMessage, ttl_ms: int | None = None) -> int:
         """Enqueue one message; a dedup conflict raises ``DedupConflict``."""
         if not isinstance(message, OutMessage):
             raise errors.InvalidArgument("message must be an OutMessage")
-        return self._send(queue, [message], ttl_ms=ttl_ms, at_ms=None)[0]
+        return self._send(queue, [message], ttl_ms, None)[0]
 
     def schedule(
         self,
@@ -40,13 +41,12 @@ class Sending(Part):
     ) -> list[int]:
         """Enqueue for delivery at ``at_ms`` (must be in the future), atomically."""
         check_int("at_ms", at_ms, minimum=1)
-        return self._send(queue, messages, ttl_ms=ttl_ms, at_ms=at_ms)
+        return self._send(queue, messages, ttl_ms, at_ms)
 
     def _send(
         self,
         name: str,
         messages: Sequence[OutMessage],
-        *,
         ttl_ms: int | None,
         at_ms: int | None,
     ) -> list[int]:
@@ -97,17 +97,8 @@ class Sending(Part):
             routes, plan = current, send.route_plan(current, msgs, now, visible_at)
         try:
             with self.store.transaction() as conn:
-                result = send.insert(
-                    conn,
-                    now,
-                    routes,
-                    msgs,
-                    visible_at_ms=visible_at,
-                    ttl_ms=ttl_ms,
-                    single=len(msgs) == 1,
-                    plan=plan,
-                )
-                self._after_send(result, scheduled=visible_at > now)
+                result = send.insert(conn, now, routes, msgs, visible_at, ttl_ms, plan)
+                self._after_send(result, visible_at > now)
         except errors.DedupConflict:
             # A refused single send: nothing committed, but the conflict is a confirmed
             # effect (the conflicting record is committed). Every route it reached
@@ -118,33 +109,31 @@ class Sending(Part):
             raise
         return result.seq_numbers
 
-    def _after_send(self, result: SendResult, *, scheduled: bool) -> None:
+    def _after_send(self, result: SendResult, scheduled: bool) -> None:
         """Once the send commits: count its effects, then wake as many parked polls per
-        queue as it made claimable. One after-commit callback for both, built without
-        generators or Counters (every send pays this: hot path)."""
-        by_queue = self.effects.by_queue  # (MessageEffects.add inlined: hot path)
+        queue as it made claimable (``_sent``: one after-commit callback for both, a
+        ``partial`` rather than a closure -- no cells to build on every send)."""
+        self.store.after_commit(partial(self._sent, result, scheduled))
+
+    def _sent(self, result: SendResult, scheduled: bool) -> None:
+        """After the COMMIT of a send (hot path: no generators, no Counter per send)."""
+        by_queue = self.effects.by_queue  # (MessageEffects.add inlined)
+        for queue, n in result.copies.items():
+            counts = by_queue.get(queue)
+            if counts is None:
+                counts = by_queue[queue] = Counter()
+            counts["enqueued"] += n
+            if scheduled:
+                counts["scheduled"] += n
+        if result.deduplicated or result.conflicts:
+            add = self.effects.add
+            for queue, n in result.deduplicated.items():
+                add(queue, "deduplicated", n)
+            for queue, n in result.conflicts.items():
+                add(queue, "dedup_conflict", n)
         notify = self.notifier.notify
-        copies, woken = result.copies, result.notify
-        deduplicated, conflicts = result.deduplicated, result.conflicts
-
-        def committed() -> None:
-            for queue, n in copies.items():
-                counts = by_queue.get(queue)
-                if counts is None:
-                    counts = by_queue[queue] = Counter()
-                counts["enqueued"] += n
-                if scheduled:
-                    counts["scheduled"] += n
-            if deduplicated or conflicts:
-                add = self.effects.add
-                for queue, n in deduplicated.items():
-                    add(queue, "deduplicated", n)
-                for queue, n in conflicts.items():
-                    add(queue, "dedup_conflict", n)
-            for queue, n in woken.items():
-                notify(queue, n)
-
-        self.store.after_commit(committed)
+        for queue, n in result.notify.items():
+            notify(queue, n)
 
     @serialized
     def cancel(self, queue: str, seq_number: int) -> None:

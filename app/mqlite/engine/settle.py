@@ -18,6 +18,7 @@ from collections.abc import Sequence
 from mqlite import defaults, errors
 from mqlite.engine import retry
 from mqlite.engine.claim import new_lock_token
+from mqlite.engine.frozen import constructor
 from mqlite.engine.remote import pipelined
 from mqlite.engine.rows import MESSAGE_COLUMNS, row_to_message
 from mqlite.types import BatchResult, Message, QueueInfo
@@ -28,6 +29,9 @@ OP_REJECT = "dead_lettered"
 OP_DEFER = "deferred"
 DEFAULT_REJECT_REASON = "AppRequested"
 MAX_DELIVERY_REASON = "MaxDeliveryCountExceeded"
+
+# A BatchResult without its frozen __init__ (frozen.py): one per settled message.
+make_result = constructor(BatchResult)
 
 # The fence shared by every verb: this row, this queue, this token, a live lease.
 _FENCE = (
@@ -68,13 +72,18 @@ UPDATE messages SET
 """
 
 
-ABANDON_SQL = redeliver_sql(
-    delayed=":delay > 0",
-    visible=":now + MAX(:delay, 0)",
-    error="COALESCE(:error, last_error)",
-    dead_description="COALESCE(:error, last_error)",
-    error_at="CASE WHEN :error IS NULL THEN last_error_at ELSE :now END",
-    where=_FENCE,
+# RETURNING the state it left: the caller counts a dead-lettering from the same statement
+# (no second probe of the row).
+ABANDON_SQL = (
+    redeliver_sql(
+        delayed=":delay > 0",
+        visible=":now + MAX(:delay, 0)",
+        error="COALESCE(:error, last_error)",
+        dead_description="COALESCE(:error, last_error)",
+        error_at="CASE WHEN :error IS NULL THEN last_error_at ELSE :now END",
+        where=_FENCE,
+    )
+    + "RETURNING state\n"
 )
 
 # The delivery count a retry policy needs, read only on a queue that has one (the fence
@@ -156,11 +165,29 @@ def _settle(
     args: str,
 ) -> bool:
     """Run one fenced verb; return True for a fresh effect, False for a receipt replay."""
+    return _settle_returning(conn, now_ms, sql, params, operation, args, False) is not None
+
+
+def _settle_returning(
+    conn: sqlite3.Connection,
+    now_ms: int,
+    sql: str,
+    params: dict[str, object],
+    operation: str,
+    args: str,
+    returning: bool,
+) -> tuple[object, ...] | None:
+    """``_settle``, for a statement that ``RETURNING`` something when ``returning``: the
+    row it returned on a fresh effect (``()`` when not returning), None on a replay."""
     queue, seq, token = params["queue"], params["seq"], params["token"]
     if not token:
         raise errors.LockLost("lock lost: empty lock token")
     params["now"] = now_ms
-    if conn.execute(sql, params).rowcount > 0:
+    cur = conn.execute(sql, params)
+    row: tuple[object, ...] | None = (
+        cur.fetchone() if returning else (() if cur.rowcount > 0 else None)
+    )
+    if row is not None:
         receipt = (
             token,
             queue,
@@ -174,9 +201,9 @@ def _settle(
             conn.defer(INSERT_RECEIPT_SQL, receipt)
         else:
             conn.execute(INSERT_RECEIPT_SQL, receipt)
-        return True
+        return row
     if conn.execute(LOOKUP_RECEIPT_SQL, (queue, seq, token, operation, args, now_ms)).fetchone():
-        return False
+        return None
     raise errors.LockLost(
         f"lock lost on message {seq} in {queue!r}: wrong or expired token, or already settled"
     )
@@ -196,10 +223,12 @@ def abandon(
     delay_ms: int,
     error: str | None = None,
     draw: retry.Draw = random.random,
-) -> bool:
+) -> str | None:
     """Release for redelivery. ``delay_ms`` > 0 wins; otherwise a queue with a retry
     policy parks the message for the policy's delay (one extra primary-key probe, only
-    on such a queue); ``error`` (None = none given) becomes its last error."""
+    on such a queue); ``error`` (None = none given) becomes its last error. Returns the
+    state the message was left in (``dead_lettered`` at the delivery limit) on a fresh
+    effect, None on a receipt replay."""
     config = queue.config
     delay = delay_ms
     if delay_ms <= 0 and config.retry_initial_delay_ms > 0:
@@ -214,7 +243,9 @@ def abandon(
         "delay": delay,
         "error": error,
     }
-    return _settle(conn, now_ms, ABANDON_SQL, params, OP_ABANDON, abandon_args(delay_ms, error))
+    args = abandon_args(delay_ms, error)
+    row = _settle_returning(conn, now_ms, ABANDON_SQL, params, OP_ABANDON, args, True)
+    return None if row is None else str(row[0])
 
 
 def reject(
@@ -292,7 +323,7 @@ def complete_batch(
         INSERT_RECEIPT_SQL,
         [(token, queue, seq, OP_COMPLETE, "", now_ms, expires) for seq, token in fresh],
     )
-    results = [BatchResult(seq, bool(token) and (seq, token) in done) for seq, token in pairs]
+    results = [make_result(seq, bool(token) and (seq, token) in done, 0) for seq, token in pairs]
     return results, len(fresh)
 
 

@@ -131,6 +131,9 @@ class Store:
         self.checkpoint_sql = checkpoint_sql(checkpoint)
         self.lock = threading.RLock()  # the writer token (see writer.py)
         self._tx = _TxState()
+        # The list's own append, bound once (every send registers a callback: no Python
+        # frame for it). The list is emptied in place at COMMIT, never replaced.
+        self.after_commit = self._tx.after_commit.append  # type: ignore[method-assign,assignment]
         self._file_lock: DatabaseLock | None = None
         self._closed = False
         self.migrated_from: str | None = None  # the schema token an open migrated from
@@ -258,7 +261,8 @@ class Store:
         return _Transaction(self)
 
     def after_commit(self, callback: Callable[[], None]) -> None:
-        """Run ``callback`` after the current outermost transaction commits (never on rollback)."""
+        """Run ``callback`` after the current outermost transaction commits (never on
+        rollback). (``__init__`` binds the callback list's own ``append`` over this.)"""
         self._tx.after_commit.append(callback)
 
     def on_rollback(self, callback: Callable[[], None]) -> None:
@@ -276,7 +280,8 @@ class Store:
 
         On a remote store a COMMIT whose exchange was cut may have been applied or not:
         that is ``OutcomeUnknown``, never retried here and never reported as a rollback."""
-        killpoints.reached("commit.before")
+        if killpoints._armed is not None:  # (unarmed: no call, every commit's path)
+            killpoints.reached("commit.before")
         if not conn.in_transaction:
             raise self.lost()  # a COMMIT now would fail, or commit a stray transaction
         try:
@@ -289,7 +294,8 @@ class Store:
                 "the remote database did not acknowledge the commit: it may or may not have "
                 "applied; reconcile by message id (dedup) before resending"
             ) from exc
-        killpoints.reached("commit.after")
+        if killpoints._armed is not None:
+            killpoints.reached("commit.after")
 
     def lost(self) -> sqlite3.OperationalError:
         """The error of a transaction that ended under its block (a remote stream lost, or
@@ -382,14 +388,13 @@ class _Transaction:
             if store._closed:
                 raise errors.Closed()
             state = store._tx
-            if state.depth == 0:
+            if state.depth == 0:  # (the marks stay 0: the whole state is this block's)
                 if store.lease is None and store.location.remote is None:
                     # Store._begin inlined for a local file (hot path); a remote store
                     # always goes through _begin (its lease, its own BEGIN).
                     store.conn.execute("BEGIN IMMEDIATE")
                 else:
                     store._begin()  # (a lease renewal it ran commits with this block)
-                self._commit_mark = self._undo_mark = 0
                 if store.in_doubt:
                     try:
                         store._reconcile(store.conn)
@@ -453,7 +458,8 @@ class _Transaction:
                 finally:
                     state.roll_back_to(0, 0)
                 raise
-            callbacks, state.after_commit = state.after_commit, []
+            callbacks = state.after_commit.copy()
+            state.after_commit.clear()  # in place: Store.after_commit is its bound append
             state.on_rollback.clear()
             # Still holding the writer: the next transaction must see what this one
             # published (catalog versions), and a wake-up must never precede it.

@@ -10,6 +10,7 @@ from mqlite.types import ReceiveMode
 
 MAX_INT64 = (1 << 63) - 1
 MAX_TOKEN_BYTES = 256
+_MAX_SEQ = MAX_INT64 // 2  # check_int's range, as a constant (check_pairs' hot path)
 
 
 def check_int(name: str, value: object, *, minimum: int | None = None) -> int:
@@ -50,7 +51,7 @@ def check_pairs(items: object) -> list[tuple[int, str]]:
         # passes on type checks alone, without the ABC check and check_seq's calls.
         if type(item) is tuple and len(item) == 2:
             seq, token = item
-            if type(seq) is int and 0 < seq <= MAX_INT64 // 2 and type(token) is str:
+            if type(seq) is int and 0 < seq <= _MAX_SEQ and type(token) is str:
                 pairs.append(item)
                 continue
         if isinstance(item, str | bytes) or not isinstance(item, Sequence) or len(item) != 2:

@@ -37,6 +37,7 @@ from typing import Any, TypeVar
 from mqlite import errors
 from mqlite.engine import killpoints
 from mqlite.engine.measured_store import MeasuredStore
+from mqlite.engine.signals import WriterSignals
 from mqlite.engine.storage_errors import translate
 
 T = TypeVar("T")
@@ -86,6 +87,10 @@ class Writer:
         self._owner = 0  # thread ident holding the token (0: nobody)
         self._taken = 0  # calls the thread took off the queue and waits to run
         self._stopping = False
+        # Test signals (engine/signals.py): None in production, one read per batch (and per
+        # queued call) where they would fire; a test attaches them to hear "batch formed /
+        # committed" instead of polling.
+        self.signals: WriterSignals | None = None
         self._thread = threading.Thread(target=self._run, name="mqlite-writer", daemon=True)
         self._thread.start()
         self.thread_ident = self._thread.ident or 0
@@ -103,7 +108,7 @@ class Writer:
             return fn(*args, **kwargs)
         # Inline only when nobody waits: not even a call the thread took and holds for the
         # token (a caller in a loop -- a chunked redrive -- would otherwise starve it).
-        if not self._taken and self._queue.empty() and self._token.acquire(blocking=False):
+        if not self._taken and self._queue.empty() and self._token.acquire(False):
             self._owner = me
             try:
                 return fn(*args, **kwargs)
@@ -172,6 +177,8 @@ class Writer:
         if self._stopping:
             raise errors.Closed()
         self._queue.put(item)
+        if self.signals is not None:
+            self.signals.queued.fire(self.queued())
 
     def queued(self) -> int:
         """Calls waiting for the writer thread (queued, or taken and awaiting the token)."""
@@ -191,6 +198,8 @@ class Writer:
             if first is None:
                 return
             self._taken = 1
+            if self.signals is not None:  # the count a put just signalled may have missed it
+                self.signals.queued.fire(self.queued())
             with self._token:
                 # Drain AFTER taking the token: everything that queued while the token was
                 # busy joins this batch (that is what turns N commits into one).
@@ -206,10 +215,15 @@ class Writer:
                     batch.append(item)
                 self._taken = 0
                 self._owner = me
+                signals = self.signals
+                if signals is not None:
+                    signals.batch_formed.fire(len(batch))
                 try:
-                    self._execute(batch)
+                    committed = self._execute(batch)
                 finally:
                     self._owner = 0
+            if signals is not None and committed:
+                signals.batch_committed.fire(len(batch))
             _answer(batch)
             if self._store.in_doubt:
                 self._reconcile()
@@ -231,18 +245,18 @@ class Writer:
             finally:
                 self._owner = 0
 
-    def _execute(self, batch: list[_Call]) -> None:
+    def _execute(self, batch: list[_Call]) -> bool:
+        """Run ``batch``; False when its outer transaction failed (nothing committed)."""
         if len(batch) == 1:  # no outer transaction needed: the call commits its own
             batch[0].invoke(self.translate)
-            return
+            return True
         alone = [c for c in batch if getattr(c.fn, "outside_transaction", False)]
         if alone:  # a checkpoint or vacuum: after the batch, with no transaction open
             rest = [c for c in batch if c not in alone]
-            if rest:
-                self._execute(rest)
+            committed = self._execute(rest) if rest else True
             for call in alone:
                 call.invoke(self.translate)
-            return
+            return committed
         try:
             with self._store.transaction(batch=True) as conn:  # not an operation of its own
                 for i, call in enumerate(batch, 1):
@@ -254,6 +268,8 @@ class Writer:
             failure = self.translate(exc) if isinstance(exc, sqlite3.Error) else exc
             for call in batch:  # nothing of the batch committed
                 call.ok, call.value = False, failure
+            return False
+        return True
 
 
 def _answer(batch: list[_Call]) -> None:

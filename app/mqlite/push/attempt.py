@@ -7,9 +7,9 @@ other status (4xx, and 3xx: redirects are never followed): the receiver refused 
 message itself, so it is dead-lettered at once (``PushRejected``).
 
 The whole exchange runs under ONE deadline (``timeout_ms``, connect to the last byte
-read): httpx's per-read timeout alone would let an endpoint answering a byte a second
-hold a slot for ever. At most 64 KiB of the answer is read, then the connection is
-dropped: a 2 GB answer costs 64 KiB.
+read): a per-read timeout alone would let an endpoint answering a byte a second hold a
+slot for ever. At most 64 KiB of the answer is read (transport.py), then the connection
+is dropped: a 2 GB answer costs its head.
 """
 
 from __future__ import annotations
@@ -19,11 +19,7 @@ import email.utils
 import time
 from dataclasses import dataclass
 
-import httpcore
-import httpx
-
-from mqlite import defaults
-from mqlite.push.transport import EgressRefused
+from mqlite.push.transport import ConnectFailed, ProtocolError, Slot, endpoint
 
 RETRY_STATUSES = frozenset({408, 429})
 RETRY_AFTER_STATUSES = frozenset({429, 503})
@@ -45,7 +41,7 @@ def seconds_text(ms: int) -> str:
 
 
 async def post(
-    client: httpx.AsyncClient,
+    slot: Slot,
     url: str,
     headers: dict[str, str],
     body: bytes,
@@ -53,47 +49,30 @@ async def post(
     now_ms: int,
 ) -> Outcome:
     started = time.monotonic()
-    timeout_s = timeout_ms / 1000
     try:
-        async with asyncio.timeout(timeout_s):
-            request = client.build_request(
-                "POST", url, headers=headers, content=body, timeout=httpx.Timeout(timeout_s)
-            )
-            response = await client.send(request, stream=True)
-            try:
-                await _drain(response)
-            finally:
-                await response.aclose()
+        async with asyncio.timeout(timeout_ms / 1000):
+            answer = await slot.post(endpoint(url), headers, body)
     except TimeoutError:
         return _retry(f"push: timeout after {seconds_text(timeout_ms)}", started)
-    except httpx.TimeoutException:
-        return _retry(f"push: timeout after {seconds_text(timeout_ms)}", started)
-    except (EgressRefused, httpx.ConnectError) as exc:
+    except ConnectFailed as exc:  # the egress guard's refusal included
         return _retry(f"push: connection failed: {_text(exc)}", started)
-    except (httpx.HTTPError, httpcore.NetworkError, OSError) as exc:
+    except ProtocolError as exc:
+        return _retry(f"push: invalid answer: {_text(exc)}", started)
+    except (OSError, ValueError) as exc:  # a reset, a closed connection, a TLS failure
         return _retry(f"push: {type(exc).__name__}: {_text(exc)}", started)
     took = time.monotonic() - started
-    status = response.status_code
+    status = answer.status
     if 200 <= status < 300:
         return Outcome(COMPLETE, status, seconds=took)
     error = f"push: HTTP {status}"
     if status in RETRY_STATUSES or status >= 500:
         after = 0
         if status in RETRY_AFTER_STATUSES:
-            after = retry_after_ms(response.headers.get("retry-after", ""), now_ms)
+            after = retry_after_ms(answer.retry_after, now_ms)
         return Outcome(RETRY, status, error, after, took)
     if 300 <= status < 400:
         error += " (redirects are not followed)"
     return Outcome(REJECT, status, error, seconds=took)
-
-
-async def _drain(response: httpx.Response) -> None:
-    """Read at most PUSH_MAX_RESPONSE_BYTES of the answer (then the connection closes)."""
-    read = 0
-    async for chunk in response.aiter_raw():
-        read += len(chunk)
-        if read >= defaults.PUSH_MAX_RESPONSE_BYTES:
-            break
 
 
 def _retry(error: str, started: float) -> Outcome:

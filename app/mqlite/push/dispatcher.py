@@ -5,9 +5,9 @@ Why its own thread and loop: deliveries are network waits (an asyncio loop holds
 thousands cheaply), but claims and settlements block on SQLite; they go to the engine's
 writer thread (as the server's calls do, with group commit), and this loop is not the
 server's, so no push -- a receiver that never answers, answers a byte a second, sends
-2 GB or resets -- can delay an API request. Each target has its own HTTP client (its own
-connection pool, sized to its ``max_in_flight``) and its own deadline per POST, so one
-target cannot hold another's connections or slots either.
+2 GB or resets -- can delay an API request. Each target has its own delivery slots (one
+kept-alive connection each, transport.py) and its own deadline per POST, so one target
+cannot hold another's connections or slots either.
 
 A target's task claims up to ``max_in_flight`` minus what it has in flight (the claim
 itself keeps group_fifo to one message per group and strict_fifo to one per queue, in
@@ -15,8 +15,10 @@ order: a locked head blocks its successors), waits on the engine's notifier for 
 (at most ``idle_s``, which also picks up delayed retries as they come due), and starts a
 delivery task per message. A delivery renews the message's lock while its POST runs, so
 a slow endpoint never gets the same message twice at once, then settles it by the
-outcome (attempt.py). A crash between the POST and the settle leaves the lock to expire:
-the message is delivered again with the same ``webhook-id`` (at-least-once).
+outcome (attempt.py); completions go to the writer in batches (completions.py), and the
+slots they free are claimed again together. A crash between the POST and the settle
+leaves the lock to expire: the message is delivered again with the same ``webhook-id``
+(at-least-once).
 """
 
 from __future__ import annotations
@@ -25,19 +27,21 @@ import asyncio
 import contextlib
 import logging
 import threading
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from typing import TYPE_CHECKING, Any, TypeVar
 
 from mqlite import defaults, errors
 from mqlite.engine import Engine, retry
 from mqlite.engine.push_registry import StoredPush
+from mqlite.event_wait import wait_event
 from mqlite.push import signing
-from mqlite.types import Message
+from mqlite.push.attempt import COMPLETE, RETRY, Outcome, post
+from mqlite.push.completions import Completions
+from mqlite.push.transport import Slots, ssl_context
+from mqlite.types import BatchResult, Message
 
-if TYPE_CHECKING:  # httpx (~3 MB resident) loads only once a push target exists
-    import httpx
-
-    from mqlite.push.attempt import Outcome
+if TYPE_CHECKING:
+    import ssl
 
 log = logging.getLogger("mqlite.push")
 T = TypeVar("T")
@@ -58,6 +62,7 @@ class PushDispatcher:
         self._loop: asyncio.AbstractEventLoop | None = None
         self._stopping: asyncio.Event | None = None
         self._kicks: set[asyncio.Event] = set()
+        self._ssl: ssl.SSLContext | None = None
 
     # -- lifecycle (any thread) -----------------------------------------------------------
 
@@ -108,8 +113,7 @@ class PushDispatcher:
                         tasks[queue] = asyncio.create_task(self._serve(queue))
                 for queue in [q for q in tasks if q not in targets]:
                     tasks.pop(queue).cancel()  # its own task also notices and ends
-                with contextlib.suppress(TimeoutError):  # a new target starts within a tick
-                    await asyncio.wait_for(self._stopping.wait(), TICK_S)
+                await wait_event(self._stopping, TICK_S)  # a new target starts within a tick
         finally:
             for task in tasks.values():
                 task.cancel()
@@ -127,8 +131,8 @@ class PushDispatcher:
         kick = asyncio.Event()
         self._kicks.add(kick)
         inflight: set[asyncio.Task[None]] = set()
-        client: httpx.AsyncClient | None = None
-        size = 0
+        slots: Slots | None = None
+        completions = Completions(queue, self._complete_batch)
 
         def wake() -> None:  # the notifier's thread: a send or settle committed
             loop.call_soon_threadsafe(kick.set)
@@ -142,14 +146,11 @@ class PushDispatcher:
                 target = engine.push_targets().get(queue)
                 if target is None or engine.closed:
                     return
-                if client is None or size != target.max_in_flight:
-                    if client is not None:
+                if slots is None or slots.size != target.max_in_flight:
+                    if slots is not None:
                         await asyncio.gather(*inflight, return_exceptions=True)
-                        await client.aclose()
-                    size = target.max_in_flight
-                    from mqlite.push.transport import make_client  # (lazily: see the imports)
-
-                    client = make_client(engine.pushes.egress, size)
+                        slots.close()
+                    slots = self._slots(target.max_in_flight)
                 kick.clear()
                 waiter = engine.notifier.register(queue, wake)
                 try:
@@ -158,12 +159,11 @@ class PushDispatcher:
                     if not target.paused and free > 0:
                         got = await self._claim(queue, free)
                     for msg in got:
-                        task = asyncio.create_task(self._deliver(client, target, msg))
+                        task = asyncio.create_task(self._deliver(slots, completions, target, msg))
                         inflight.add(task)
                         task.add_done_callback(done)
                     if not got or len(inflight) >= target.max_in_flight:
-                        with contextlib.suppress(TimeoutError):
-                            await asyncio.wait_for(kick.wait(), self._idle_s)
+                        await wait_event(kick, self._idle_s)
                 finally:
                     waiter.cancel()
         finally:
@@ -171,8 +171,14 @@ class PushDispatcher:
             for task in inflight:
                 task.cancel()
             await asyncio.gather(*inflight, return_exceptions=True)
-            if client is not None:
-                await client.aclose()
+            await completions.close()
+            if slots is not None:
+                slots.close()
+
+    def _slots(self, size: int) -> Slots:
+        if self._ssl is None:  # one TLS context (the CA bundle read once) for every target
+            self._ssl = ssl_context()
+        return Slots(self._engine.pushes.egress, size, self._ssl)
 
     async def _claim(self, queue: str, n: int) -> list[Message]:
         """Claim up to ``n``; a failure waits a tick (never a tight loop: a closed
@@ -188,20 +194,27 @@ class PushDispatcher:
         await asyncio.sleep(self._idle_s)
         return []
 
-    async def _deliver(self, client: httpx.AsyncClient, target: StoredPush, msg: Message) -> None:
+    async def _complete_batch(
+        self, queue: str, items: Sequence[tuple[int, str]]
+    ) -> list[BatchResult]:
+        return await self._db(self._engine.complete_batch, queue, items)
+
+    async def _deliver(
+        self, slots: Slots, completions: Completions, target: StoredPush, msg: Message
+    ) -> None:
         engine = self._engine
         now = engine.now_ms()
         headers = signing.headers(target.key(), msg, now // 1000)
         renewing = asyncio.create_task(self._renew(msg))
+        slot = slots.take()
         try:
-            from mqlite.push.attempt import post
-
-            outcome = await post(client, target.url, headers, msg.body, target.timeout_ms, now)
+            outcome = await post(slot, target.url, headers, msg.body, target.timeout_ms, now)
         finally:
+            slots.give(slot)
             renewing.cancel()
         next_at = 0
         try:
-            next_at = await self._settle(target, msg, outcome)
+            next_at = await self._settle(completions, msg, outcome)
         except errors.LockLost:
             log.info("push: lock lost before settling", extra={"queue": msg.queue})
         except errors.MQLiteError as exc:
@@ -224,13 +237,12 @@ class PushDispatcher:
             with contextlib.suppress(errors.MQLiteError):
                 await self._db(self._engine.renew, msg.queue, msg.seq_number, msg.lock_token)
 
-    async def _settle(self, target: StoredPush, msg: Message, outcome: Outcome) -> int:
-        """Settle by the outcome; returns when the message is due again (0: settled)."""
-        from mqlite.push.attempt import COMPLETE, RETRY
-
+    async def _settle(self, completions: Completions, msg: Message, outcome: Outcome) -> int:
+        """Settle by the outcome; returns when the message is due again (0: settled). A
+        completion joins the target's next batch (completions.py)."""
         engine, q, seq, token = self._engine, msg.queue, msg.seq_number, msg.lock_token
         if outcome.kind == COMPLETE:
-            await self._db(engine.complete, q, seq, token)
+            await completions.complete(seq, token)
             return 0
         if outcome.kind == RETRY:
             delay, due = self._delay(q, msg.delivery_count, outcome.retry_after_ms)

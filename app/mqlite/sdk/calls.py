@@ -15,8 +15,9 @@ Retry classes (``RetryPolicy`` applies them):
   receipt replays a committed settlement), renewals, idempotent upserts, key revocation.
 - ``UNSAFE``: retried only when the connection could not be opened (nothing was sent):
   Send/Schedule (a resend would duplicate unless the queue dedups, which the client
-  cannot know), Cancel, ReceiveDeferred, DeleteQueue, Unsubscribe, Redrive, Purge and
-  CreateKey (never replayed: a lost answer is reconciled by its retained key id).
+  cannot know), Cancel, ReceiveDeferred, DeleteQueue, Unsubscribe, Redrive, Purge,
+  CreateKey (never replayed: a lost answer is reconciled by its retained key id) and
+  CreatePush (a replay of a committed create would answer without its generated secret).
 
 The table is split by the wire's services, one module each: ``calls_queue``
 (QueueService), ``calls_admin`` (AdminService), ``calls_auth`` (AuthService). This module

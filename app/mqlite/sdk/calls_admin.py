@@ -234,7 +234,7 @@ def list_audit(
 # -- push targets (docs/push.md) --------------------------------------------------------
 
 
-@verb(wire.CREATE_PUSH, SAFE)
+@verb(wire.CREATE_PUSH, UNSAFE)
 def create_push(
     queue: str,
     url: str,
@@ -246,7 +246,11 @@ def create_push(
     """Bind (upsert) ``queue``'s push target: the broker POSTs each message to ``url``,
     signed (Standard Webhooks). ``secret`` empty: a new target gets a generated one,
     returned in the answer's ``secret`` this once; an existing target keeps its own.
-    ``paused`` keeps the target and delivers nothing."""
+    ``paused`` keeps the target and delivers nothing.
+
+    Never retried once sent: a replay of a create that committed would answer without
+    the generated secret (it exists once). Pass your own ``secret`` to make repeating
+    the call harmless (docs/push.md "Retrying CreatePush")."""
     req = wire.CreatePushRequest(queue, url, secret, max_in_flight, timeout_ms, paused)
     r = yield from rpc(wire.CREATE_PUSH, req)
     return r.push.value()

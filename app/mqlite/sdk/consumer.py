@@ -1,7 +1,8 @@
 """The pieces of the managed consumer that are policy, not machinery: the handler's
 outcome signal (``DeadLetter``), the redelivery ``Backoff``, the renewal cadence of
 original-behaviour §9, the client surface a ``Receiver`` needs, its statistics, and the
-per-message lease record. ``receiver.py`` runs the loops; ``lease_renewal.py`` renews.
+per-message lease record. ``receiver.py`` is the facade over the loops (its parts:
+``claiming.py``, ``handling.py``, ``lease_renewal.py``, ``stopping.py``).
 """
 
 from __future__ import annotations
@@ -231,9 +232,9 @@ T = TypeVar("T")
 
 
 class Shared(Generic[T]):
-    """A field of the ``Receiver``'s state that one of its parts (``LeaseRenewal``,
-    ``MessageHandling``) reads and writes in place, under the receiver's condition
-    variable: the part keeps the name the field had when the parts were mixins."""
+    """A field of the ``Receiver``'s state (``receiver_core.py``) that one of its parts
+    reassigns, read and written in place on the core under the receiver's condition
+    variable: the part keeps the name the field has on the core."""
 
     def __set_name__(self, owner: type, name: str) -> None:
         self._name = name

@@ -107,7 +107,7 @@ class EmbeddedClient(EmbeddedMethods):
                 raise
         self._scheduler: MaintenanceScheduler | None = None
         if background:
-            from mqlite.push import PushDispatcher  # httpx only with the loops
+            from mqlite.push import PushDispatcher  # push's client only with the loops
 
             self._scheduler = MaintenanceScheduler(
                 self._engine.maintenance, push=PushDispatcher(self._engine)

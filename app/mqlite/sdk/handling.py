@@ -2,13 +2,13 @@
 a claimed message, runs the handler, and completes it (returned), rejects it
 (``DeadLetter``) or abandons it (raised) with the exception as its ``error`` and the delay
 left to the queue's retry policy (the ``Backoff``'s only when the queue has none). A
-part of the receiver, sharing its state behind its one condition variable.
+part of the receiver (``receiver_core.py``), sharing its state behind its one condition
+variable.
 """
 
 from __future__ import annotations
 
 import time
-from collections.abc import Sequence
 from typing import TYPE_CHECKING
 
 from mqlite import errors
@@ -20,24 +20,22 @@ from mqlite.sdk.consumer import (
     log,
 )
 from mqlite.sdk.inbox import TxClient, TxHandler
+from mqlite.sdk.receiver_core import ReceiverCore, ReceiverPart
 from mqlite.types import Message
 
 if TYPE_CHECKING:
-    from mqlite.sdk.receiver import Receiver
+    from mqlite.sdk.stopping import Stopping
 
 
 class _Released(Exception):
     """stop() abandoned the message while its transactional handler ran."""
 
 
-class MessageHandling:
+class MessageHandling(ReceiverPart):
     """The worker threads' part of the ``Receiver``."""
 
-    def __init__(self, receiver: Receiver) -> None:
-        self._client = receiver._client
-        self._queue = receiver._queue
-        self._cond = receiver._cond
-        self._inflight = receiver._inflight
+    def __init__(self, receiver: ReceiverCore, stopper: Stopping) -> None:
+        super().__init__(receiver)
         self._work = receiver._work
         self._handler = receiver._handler
         self._tx_client = receiver._tx_client
@@ -45,9 +43,7 @@ class MessageHandling:
         self._backoff = receiver._backoff
         self._on_error = receiver._on_error
         self._queue_retries: bool | None = None  # the queue has a retry policy (None: not asked)
-        self._count = receiver._count
-        self._report = receiver._report
-        self._fail = receiver._fail
+        self._fail = stopper._fail
 
     def _failure_delay(self, msg: Message) -> int:
         """The abandon delay after a handler failure: 0 (the queue's retry policy decides,
@@ -206,22 +202,3 @@ class MessageHandling:
             self._count("settle_errors")
             log.warning("%s of message %d in %r failed: %s", verb, msg.seq_number, self._queue, exc)
         self._report(exc, msg)
-
-    def _abandon_all(self, msgs: Sequence[Message], counter: str) -> None:
-        """Abandon with no delay (stop(): redeliver at once); failures are only counted."""
-        for msg in msgs:
-            try:
-                self._client.abandon(self._queue, msg.seq_number, msg.lock_token, 0, "")
-                self._count(counter)
-            except Exception as exc:
-                if isinstance(exc, errors.LockLost):
-                    self._count("lock_lost")
-                else:
-                    self._count("settle_errors")
-                log.warning(
-                    "abandon of message %d in %r at stop failed: %s",
-                    msg.seq_number,
-                    self._queue,
-                    exc,
-                )
-                self._report(exc, msg)

@@ -1,8 +1,8 @@
 """Lease renewal for the ``Receiver``: one ``renew_batch`` per ≤512 in-flight messages,
 every third of the tightest remaining lease (original-behaviour §9), trusting the deadline
-the broker committed. A part of the receiver: it shares the receiver's state behind its
-one condition variable (``Shared`` fields are the receiver's own), and calls the
-receiver's counting, reporting and failing.
+the broker committed. A part of the receiver (``receiver_core.py``): it shares the
+receiver's state behind its one condition variable (``Shared`` fields are the receiver's
+own), and calls the receiver's counting, reporting and failing.
 """
 
 from __future__ import annotations
@@ -19,30 +19,23 @@ from mqlite.sdk.consumer import (
     log,
     renewal_delay_ms,
 )
+from mqlite.sdk.receiver_core import ReceiverCore, ReceiverPart
 from mqlite.types import BatchResult, Message
 
 if TYPE_CHECKING:
-    from mqlite.sdk.receiver import Receiver
+    from mqlite.sdk.stopping import Stopping
 
 
-class LeaseRenewal:
+class LeaseRenewal(ReceiverPart):
     """The renewer thread's part of the ``Receiver``."""
 
     _error = Shared[BaseException | None]()
     _renew_stop = Shared[bool]()
     _renew_dirty = Shared[bool]()
 
-    def __init__(self, receiver: Receiver) -> None:
-        self._receiver = receiver
-        self._client = receiver._client
-        self._queue = receiver._queue
-        self._clock = receiver._clock
-        self._cond = receiver._cond
-        self._counts = receiver._counts
-        self._inflight = receiver._inflight
-        self._count = receiver._count
-        self._report = receiver._report
-        self._fail = receiver._fail
+    def __init__(self, receiver: ReceiverCore, stopper: Stopping) -> None:
+        super().__init__(receiver)
+        self._fail = stopper._fail
 
     def _renewable(self) -> list[Lease]:
         return [x for x in self._inflight.values() if not x.lost and not x.released]

@@ -218,7 +218,11 @@ class Client(Protocol):
         """Bind (upsert) ``queue``'s push target: the broker POSTs each message to ``url``,
         signed (Standard Webhooks). ``secret`` empty: a new target gets a generated one,
         returned in the answer's ``secret`` this once; an existing target keeps its own.
-        ``paused`` keeps the target and delivers nothing."""
+        ``paused`` keeps the target and delivers nothing.
+
+        Never retried once sent: a replay of a create that committed would answer without
+        the generated secret (it exists once). Pass your own ``secret`` to make repeating
+        the call harmless (docs/push.md "Retrying CreatePush")."""
 
     def delete_push(self, queue: str) -> bool:
         """Unbind ``queue``'s push target; False when there was none (idempotent)."""

@@ -24,42 +24,35 @@ Why it is built the way it is:
   timeout, abandons their messages with no delay so they are redelivered at once), settles,
   stops the renewer and returns. Handlers must be idempotent anyway (at-least-once).
 
-Thread model: one poll thread, ``concurrency`` daemon worker threads, one renewer thread
-(``auto_renew``) and one short-lived drainer at stop. All shared state sits behind one
-condition variable; nothing is global.
+Thread model: one poll thread (``claiming.py``), ``concurrency`` daemon worker threads
+(``handling.py``), one renewer thread (``lease_renewal.py``, with ``auto_renew``) and one
+short-lived drainer at stop (``stopping.py``): each a part over the shared state of
+``receiver_core.py``, behind one condition variable; nothing is global. This module is
+the facade: it checks the options, composes the parts and runs the public lifecycle.
 """
 
 from __future__ import annotations
 
 import contextlib
-import queue as queue_mod
-import secrets
 import threading
-from dataclasses import fields
 from types import TracebackType
 
 from mqlite import defaults, errors
 from mqlite.clock import Clock
+from mqlite.sdk.claiming import Claiming
 from mqlite.sdk.consumer import (
-    EMPTY_POLL_FLOOR_MS,
-    FATAL_ERRORS,
-    RETRY_FLOOR_MS,
     Backoff,
     DeadLetter,
     ErrorCallback,
     Handler,
-    Lease,
     ReceiverClient,
     ReceiverStats,
-    client_clock,
-    log,
     renewal_delay_ms,
 )
 from mqlite.sdk.handling import MessageHandling
-from mqlite.sdk.inbox import SlowTxWarning, require_tx_client
 from mqlite.sdk.lease_renewal import LeaseRenewal
-from mqlite.sdk.retry import retry_after_ms
-from mqlite.types import Message, ReceiveMode
+from mqlite.sdk.receiver_core import ReceiverCore
+from mqlite.sdk.stopping import Stopping
 
 __all__ = [
     "Backoff",
@@ -71,7 +64,7 @@ __all__ = [
 ]
 
 
-class Receiver:
+class Receiver(ReceiverCore):
     """A managed consume loop over ``client`` for ``queue``.
 
     ``handler(message)`` runs on a pool of ``concurrency`` threads:
@@ -147,41 +140,25 @@ class Receiver:
             raise TypeError("backoff must be a Backoff")
         if on_error is not None and not callable(on_error):
             raise TypeError("on_error must be callable")
-        self._client = client
-        self._queue = queue
-        self._handler = handler
-        self._concurrency = concurrency
-        self._auto_renew = bool(auto_renew)
-        self._max_messages = max_messages
-        self._wait_ms = wait_ms
-        self._backoff = backoff
-        self._on_error = on_error
-        self._retry = retry_backoff if retry_backoff is not None else Backoff(100, 5000)
-        self._clock: Clock = clock if clock is not None else client_clock(client)
-        self._tx_client = require_tx_client(client) if transactional else None
-        self._slow_tx = SlowTxWarning()
-
-        self._cond = threading.Condition()
-        self._inflight: dict[tuple[int, str], Lease] = {}
-        self._work: queue_mod.SimpleQueue[Lease | None] = queue_mod.SimpleQueue()
-        self._counts: dict[str, int] = {f.name: 0 for f in fields(ReceiverStats)}
-        self._started = False
-        self._stopping = False  # no new claims
-        self._deadline_ms: float | None = None  # monotonic; when stop() abandons stragglers
-        self._error: BaseException | None = None
-        self._in_receive = False
-        self._poll_alive = False
-        self._renew_stop = False
-        self._renew_dirty = False  # a new lease arrived: maybe an earlier renewal is due
-        self._drainer: threading.Thread | None = None
-        self._renewer: threading.Thread | None = None
-        self._internal: set[threading.Thread] = set()
-        self._launched = threading.Event()
-        self._stopped = threading.Event()
-        # Its parts (each the state above it uses, by the same names): the worker threads'
-        # and the renewer thread's.
-        self._handling = MessageHandling(self)
-        self._renewal = LeaseRenewal(self)
+        super().__init__(
+            client,
+            queue,
+            handler,
+            concurrency=concurrency,
+            auto_renew=auto_renew,
+            max_messages=max_messages,
+            wait_ms=wait_ms,
+            backoff=backoff,
+            on_error=on_error,
+            retry_backoff=retry_backoff,
+            clock=clock,
+            transactional=transactional,
+        )
+        # Its parts, one per thread (the stopping part first: the others fail through it).
+        self._stopper = Stopping(self)
+        self._handling = MessageHandling(self, self._stopper)
+        self._renewal = LeaseRenewal(self, self._stopper)
+        self._claiming = Claiming(self, self._stopper)
 
     # -- public surface -------------------------------------------------------------------
 
@@ -229,7 +206,7 @@ class Receiver:
                 threads.append(self._renewer)
             # The poll thread last: it is what produces work (and fatal errors).
             threads.append(
-                threading.Thread(target=self._poll_loop, name=f"{name}-poll", daemon=True)
+                threading.Thread(target=self._claiming._poll_loop, name=f"{name}-poll", daemon=True)
             )
             self._internal.update(threads)
         try:
@@ -274,7 +251,7 @@ class Receiver:
         if not started:
             self._stopped.set()
             return
-        self._begin_drain()
+        self._stopper._begin_drain()
         if threading.current_thread() in self._internal:
             return
         self._stopped.wait()
@@ -298,194 +275,3 @@ class Receiver:
     def __repr__(self) -> str:
         state = "running" if self.running else ("stopped" if self._started else "new")
         return f"<Receiver queue={self._queue!r} concurrency={self._concurrency} {state}>"
-
-    # -- claiming -------------------------------------------------------------------------
-
-    def _poll_loop(self) -> None:
-        """Claim at most the free slots per receive; dispatch; retry transient errors."""
-        attempt_id: str | None = None
-        failures = 0
-        try:
-            while True:
-                with self._cond:
-                    while not self._stopping and len(self._inflight) >= self._concurrency:
-                        self._cond.wait()
-                    if self._stopping:
-                        return
-                    n = min(self._concurrency - len(self._inflight), self._max_messages)
-                    self._in_receive = True
-                # One attempt id per logical claim, reused by its retries: if a receive
-                # claimed but its answer was lost, the retry gets the same messages back
-                # instead of leaving them locked until their leases lapse.
-                if attempt_id is None:
-                    attempt_id = secrets.token_hex(16)
-                started = self._clock.monotonic_ms()
-                try:
-                    got = list(
-                        self._client.receive(
-                            self._queue, n, self._wait_ms, ReceiveMode.PEEK_LOCK, attempt_id
-                        )
-                    )
-                except Exception as exc:
-                    if self._leave_receive():
-                        # A poll detached by stop() ended badly (often: the client was
-                        # closed under it). Nothing was claimed; nothing to report.
-                        log.debug("receive on %r after stop ended: %s", self._queue, exc)
-                        return
-                    if isinstance(exc, FATAL_ERRORS):
-                        self._fail(exc)
-                        return
-                    failures += 1
-                    self._count("receive_errors")
-                    log.warning(
-                        "receive from %r failed (attempt %d), retrying: %s",
-                        self._queue,
-                        failures,
-                        exc,
-                    )
-                    self._report(exc, None)
-                    pause = max(float(self._retry.delay_ms(failures)), RETRY_FLOOR_MS)
-                    self._pause(max(pause, retry_after_ms(exc)))  # a 429: the broker's wait
-                    continue
-                attempt_id = None
-                failures = 0
-                leftovers = self._dispatch(got, n)
-                if leftovers:
-                    self._handling._abandon_all(
-                        leftovers, "abandoned_on_stop" if self._stopping else "abandoned"
-                    )
-                if not got:
-                    elapsed = self._clock.monotonic_ms() - started
-                    if elapsed < EMPTY_POLL_FLOOR_MS:
-                        self._pause(EMPTY_POLL_FLOOR_MS - elapsed)
-        finally:
-            with self._cond:
-                self._in_receive = False
-                self._poll_alive = False
-                self._cond.notify_all()
-
-    def _leave_receive(self) -> bool:
-        """Mark the receive as over; True if the receiver is stopping meanwhile."""
-        with self._cond:
-            self._in_receive = False
-            self._cond.notify_all()
-            return self._stopping
-
-    def _dispatch(self, got: list[Message], asked: int) -> list[Message]:
-        """Hand claimed messages to the workers; return those to abandon instead.
-
-        Once stopping (a claim that raced stop()), or beyond what was asked for (a client
-        that overshot), a message is abandoned at once rather than run.
-        """
-        leftovers: list[Message] = []
-        with self._cond:
-            self._in_receive = False
-            for i, msg in enumerate(got):
-                if not msg.lock_token:
-                    continue  # nothing to settle or renew (not a peek-lock claim)
-                self._counts["received"] += 1
-                if self._stopping or i >= asked:
-                    leftovers.append(msg)
-                    continue
-                lease = Lease(msg)
-                self._inflight[lease.key] = lease
-                self._work.put(lease)
-            self._renew_dirty = True
-            self._cond.notify_all()
-        return leftovers
-
-    def _pause(self, ms: float) -> None:
-        """Wait ``ms`` unless stop() is called first (never a bare sleep: stop is prompt)."""
-        with self._cond:
-            end = self._clock.monotonic_ms() + ms
-            while not self._stopping:
-                remaining = end - self._clock.monotonic_ms()
-                if remaining <= 0:
-                    return
-                self._cond.wait(remaining / 1000.0)
-
-    # -- stopping -------------------------------------------------------------------------
-
-    def _fail(self, exc: BaseException) -> None:
-        """A fatal error: remember the first, stop claiming, drain in the background."""
-        with self._cond:
-            if self._error is None:
-                self._error = exc
-                log.error("receiver on %r stopping: %s", self._queue, exc)
-            self._stopping = True
-            self._cond.notify_all()
-        self._begin_drain()
-
-    def _begin_drain(self) -> None:
-        with self._cond:
-            if self._drainer is not None or not self._started:
-                return
-            self._drainer = threading.Thread(
-                target=self._drain, name=f"mqlite-receiver[{self._queue}]-stop", daemon=True
-            )
-            self._internal.add(self._drainer)
-            drainer = self._drainer
-        drainer.start()
-
-    def _drain(self) -> None:
-        """Wait for handlers (until the stop deadline), abandon stragglers, wind down."""
-        try:
-            self._launched.wait()
-            with self._cond:
-                while any(not x.released for x in self._inflight.values()):
-                    if self._deadline_ms is None:
-                        self._cond.wait()
-                        continue
-                    remaining = self._deadline_ms - self._clock.monotonic_ms()
-                    if remaining <= 0:
-                        break
-                    self._cond.wait(remaining / 1000.0)
-                stragglers: list[Message] = []
-                for lease in self._inflight.values():
-                    if not lease.settling and not lease.released:
-                        lease.released = True
-                        stragglers.append(lease.message)
-                self._cond.notify_all()
-            if stragglers:
-                log.warning(
-                    "stop: %d handler(s) on %r still running; abandoning their messages",
-                    len(stragglers),
-                    self._queue,
-                )
-                self._handling._abandon_all(stragglers, "abandoned_on_stop")
-            with self._cond:
-                # Settlements already under way finish (they are short); a long poll still
-                # parked is left to abandon whatever it brings back.
-                while any(x.settling and not x.released for x in self._inflight.values()) or (
-                    self._poll_alive and not self._in_receive
-                ):
-                    self._cond.wait()
-                self._renew_stop = True
-                self._cond.notify_all()
-            renewer = self._renewer
-            if renewer is not None and renewer is not threading.current_thread():
-                renewer.join()
-            for _ in range(self._concurrency):
-                self._work.put(None)
-        finally:
-            self._stopped.set()
-
-    # -- helpers --------------------------------------------------------------------------
-
-    def _count(self, name: str, n: int = 1) -> None:
-        with self._cond:
-            self._counts[name] += n
-
-    def _report(self, exc: BaseException, msg: Message | None) -> None:
-        if self._on_error is None:
-            return
-        try:
-            self._on_error(exc, msg)
-        except Exception:
-            log.exception("on_error callback raised (ignored)")
-
-    def _raise_error(self) -> None:
-        with self._cond:
-            err = self._error
-        if err is not None:
-            raise err

@@ -1,21 +1,18 @@
-"""AdminService and AuthService handlers: the catalog, dead letters, status, observation,
-access keys, cron schedules (``handlers.py`` says what a handler may do).
+"""AdminService and AuthService handlers: the catalog, status, observation, access keys,
+cron schedules, the audit trail, push targets -- one engine call each (``handlers.py``
+says what a handler may do). The dead-letter walks are ``dlq_handlers.py``'s.
 """
 
 from __future__ import annotations
 
 import asyncio
-import contextlib
 
 import msgspec
 
-from mqlite import errors
 from mqlite import wire as w
 from mqlite.engine import scopes
-from mqlite.engine.dlq import PACE_INTERVAL_MS, Walk, chunk_plan
 from mqlite.server.auth import in_scope
 from mqlite.server.context import Context
-from mqlite.server.queue_handlers import _watch_disconnect
 from mqlite.version import VERSION as __version__
 
 # -- AdminService -------------------------------------------------------------------------
@@ -81,77 +78,6 @@ async def test_filter(ctx: Context, req: w.TestFilterRequest) -> w.TestFilterRes
         req.visible_at_ms or None,
     )
     return w.TestFilterResponse.of(result)
-
-
-async def redrive(ctx: Context, req: w.RedriveRequest) -> w.RedriveResponse:
-    """Walks the engine's chunk plan (``dlq.chunk_plan``), each chunk one transaction on
-    the writer (other work runs between them); a paced redrive waits here, on the event
-    loop, never holding the writer, and stops when its client goes away (nobody would
-    learn what it moved: 499)."""
-    ctx.log["queue"] = req.queue
-    target = req.target or None
-    for name, value in (
-        ("max", req.max),
-        ("older_than_ms", req.older_than_ms),
-        ("rate_per_sec", req.rate_per_sec),
-    ):
-        if value < 0:
-            raise errors.InvalidArgument(f"{name} must not be negative")
-    moved = 0
-    walk: Walk | None = None
-    gone = asyncio.Event()
-    watcher = asyncio.ensure_future(_watch_disconnect(ctx.receive, gone))
-    try:
-        for chunk, pause in chunk_plan(req.max, req.rate_per_sec):
-            n, walk = await ctx.call(
-                ctx.engine.redrive_chunk,
-                req.queue,
-                target,
-                chunk,
-                req.older_than_ms,
-                walk,
-                req.seq_numbers,
-                actor=ctx.actor,
-            )
-            moved += n
-            ctx.log["n"] = moved
-            if n < chunk or ctx.runtime.draining:
-                break
-            if req.max > 0 and moved >= req.max:
-                break
-            if pause:
-                with contextlib.suppress(TimeoutError):
-                    await asyncio.wait_for(gone.wait(), PACE_INTERVAL_MS / 1000)
-            if gone.is_set():
-                raise errors.Canceled(f"the client went away; the redrive stopped after {moved}")
-    finally:
-        watcher.cancel()
-    return w.RedriveResponse(moved)
-
-
-async def purge(ctx: Context, req: w.PurgeRequest) -> w.PurgeResponse:
-    """Chunk by chunk, like Redrive (unpaced): other work runs between them."""
-    ctx.log["queue"] = req.queue
-    for name, value in (("max", req.max), ("older_than_ms", req.older_than_ms)):
-        if value < 0:
-            raise errors.InvalidArgument(f"{name} must not be negative")
-    purged = 0
-    walk: Walk | None = None
-    for chunk, _ in chunk_plan(req.max, 0):
-        n, walk = await ctx.call(
-            ctx.engine.purge_chunk,
-            req.queue,
-            chunk,
-            req.older_than_ms,
-            walk,
-            req.seq_numbers,
-            actor=ctx.actor,
-        )
-        purged += n
-        ctx.log["n"] = purged
-        if n < chunk or ctx.runtime.draining:
-            break
-    return w.PurgeResponse(purged)
 
 
 async def status(ctx: Context, _: w.EmptyRequest) -> w.StatusResponse:

@@ -3,6 +3,7 @@
 
 from __future__ import annotations
 
+import asyncio
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
 from typing import Any, Generic, ParamSpec, TypeVar
@@ -59,3 +60,15 @@ class Binding(Generic[Req, Resp]):
 
 def bind(route: w.Route[Req, Resp], handler: Handler[Req, Resp]) -> Binding[Req, Resp]:
     return Binding(route, handler)
+
+
+async def watch_disconnect(receive: Receive, disconnected: asyncio.Event) -> None:
+    """Set ``disconnected`` when the client goes away: once a handler has read the body,
+    the next ASGI message can only be ``http.disconnect``. A long poll and a long walk
+    (Redrive) run it beside their work, so they stop for a caller who cannot learn the
+    answer."""
+    while True:
+        message = await receive()
+        if message["type"] == "http.disconnect":
+            disconnected.set()
+            return

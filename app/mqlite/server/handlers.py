@@ -17,6 +17,7 @@ from typing import Any
 
 from mqlite import wire as w
 from mqlite.server import admin_handlers as a
+from mqlite.server import dlq_handlers as d
 from mqlite.server import queue_handlers as q
 from mqlite.server.context import Binding, Context, Handler, bind
 
@@ -44,8 +45,8 @@ BINDINGS: tuple[Binding[Any, Any], ...] = (
     bind(w.LIST_QUEUES, a.list_queues),
     bind(w.LIST_SUBSCRIPTIONS, a.list_subscriptions),
     bind(w.TEST_FILTER, a.test_filter),
-    bind(w.REDRIVE, a.redrive),
-    bind(w.PURGE, a.purge),
+    bind(w.REDRIVE, d.redrive),
+    bind(w.PURGE, d.purge),
     bind(w.STATUS, a.status),
     bind(w.OBSERVE, a.observe),
     bind(w.CREATE_KEY, a.create_key),

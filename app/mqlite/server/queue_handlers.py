@@ -7,12 +7,10 @@ from __future__ import annotations
 import asyncio
 from collections.abc import Callable
 
-from starlette.types import Receive
-
 from mqlite import errors
 from mqlite import wire as w
 from mqlite.server.broker import Broker
-from mqlite.server.context import Context, Handler
+from mqlite.server.context import Context, Handler, watch_disconnect
 from mqlite.types import ReceiveMode
 
 # -- QueueService -------------------------------------------------------------------------
@@ -51,7 +49,7 @@ async def receive(ctx: Context, req: w.ReceiveRequest) -> w.ReceiveResponse:
     # A long poll counts against its credential's share of parked polls (shares.py).
     parked = wait > 0 and ctx.broker is not None and ctx.broker.shares.park(ctx.share)
     disconnected = asyncio.Event()
-    watcher = asyncio.ensure_future(_watch_disconnect(ctx.receive, disconnected)) if wait else None
+    watcher = asyncio.ensure_future(watch_disconnect(ctx.receive, disconnected)) if wait else None
     try:
         msgs = await ctx.runtime.receive(
             name, n, wait, delete=delete, attempt_id=attempt, disconnected=disconnected
@@ -65,15 +63,6 @@ async def receive(ctx: Context, req: w.ReceiveRequest) -> w.ReceiveResponse:
     if not msgs:
         ctx.log["empty_receive"] = True
     return w.ReceiveResponse.of(msgs)
-
-
-async def _watch_disconnect(receive: Receive, disconnected: asyncio.Event) -> None:
-    """After the body is read, the next ASGI message is the client going away."""
-    while True:
-        message = await receive()
-        if message["type"] == "http.disconnect":
-            disconnected.set()
-            return
 
 
 PlainSettle = Callable[[Broker], Callable[[str, int, str], object]]

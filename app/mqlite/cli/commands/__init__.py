@@ -21,10 +21,12 @@ def register_all(sub: Subparsers, common: argparse.ArgumentParser) -> None:  # t
         queues,
         receive,
         settle,
+        status,
     )
 
     for module in (
         queues,
+        status,
         observe,
         messages,
         receive,

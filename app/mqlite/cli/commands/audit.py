@@ -32,13 +32,11 @@ def show(ctx: Context) -> int:
     g = ctx.args
     since_ms = SYSTEM_CLOCK.now_ms() - g.since if g.since else 0
     entries = ctx.client.list_audit(g.after_id, g.limit, g.queue, max(since_ms, 0))
-    if ctx.out.json:
-        ctx.out.wire(wire.LIST_AUDIT, wire.ListAuditResponse.of(entries))
-        return 0
-    if not entries:
-        ctx.out.line("no audit entries")
-        return 0
-    ctx.out.table(
+    ctx.out.listing(
+        wire.LIST_AUDIT,
+        wire.ListAuditResponse.of(entries),
+        entries,
+        "no audit entries",
         ("ID", "AT", "ACTOR", "ACTION", "QUEUE", "REQUEST", "DETAIL"),
         (
             (e.id, when_text(e.at_ms), e.actor, e.action, e.queue or "-", e.request_id or "-",
@@ -46,7 +44,7 @@ def show(ctx: Context) -> int:
             for e in entries
         ),
     )  # fmt: skip
-    if len(entries) >= (g.limit or 100):
+    if not ctx.out.json and len(entries) >= (g.limit or 100):
         nxt = f"mqlite audit --after-id {entries[-1].id} --limit {g.limit}"
         if g.queue:
             nxt += f" --queue {g.queue}"

@@ -29,7 +29,12 @@ def register(sub: Any, common: argparse.ArgumentParser) -> None:
     p.add_argument("--content-type", default="", help="the body's media type")
     p.add_argument("--group", default="", help="group id (ordering / session key)")
     p.add_argument(
-        "--prop", action="append", default=[], metavar="K=V", help="a property (repeatable)"
+        "--prop",
+        action="append",
+        default=[],
+        type=a.prop,
+        metavar="K=V",
+        help="a property (repeatable)",
     )
     p.add_argument(
         "--catch-up",
@@ -52,28 +57,16 @@ def _missing(ctx: Context) -> int:
     raise UsageError("cron needs a subcommand: add, list or rm")
 
 
-def _props(pairs: list[str]) -> dict[str, str]:
-    out: dict[str, str] = {}
-    for pair in pairs:
-        key, sep, value = pair.partition("=")
-        if not sep or not key:
-            raise UsageError(f"--prop {pair!r}: expected KEY=VALUE")
-        out[key] = value
-    return out
-
-
 def add(ctx: Context) -> int:
     g = ctx.args
     body = a.read_body(g.body, g.file, required=False) or b""
     msg = OutMessage(
         body, group_id=g.group, subject=g.subject, content_type=g.content_type,
-        properties=_props(g.prop),
+        properties=dict(g.prop),
     )  # fmt: skip
     s = ctx.client.create_schedule(g.name, g.cron, g.queue, msg, g.tz, g.catch_up, g.paused)
-    if ctx.out.json:
-        ctx.out.wire(wire.CREATE_SCHEDULE, wire.ScheduleResponse.of(s))
-    else:
-        ctx.out.line(f"schedule {s.name}: {s.cron} ({s.timezone}) -> {s.queue}, {_next(s)}")
+    text = f"schedule {s.name}: {s.cron} ({s.timezone}) -> {s.queue}, {_next(s)}"
+    ctx.out.answer(wire.CREATE_SCHEDULE, wire.ScheduleResponse.of(s), text)
     return 0
 
 
@@ -85,13 +78,11 @@ def _next(s: Schedule) -> str:
 
 def list_schedules(ctx: Context) -> int:
     schedules = ctx.client.list_schedules()
-    if ctx.out.json:
-        ctx.out.wire(wire.LIST_SCHEDULES, wire.ListSchedulesResponse.of(schedules))
-        return 0
-    if not schedules:
-        ctx.out.line("no schedules")
-        return 0
-    ctx.out.table(
+    ctx.out.listing(
+        wire.LIST_SCHEDULES,
+        wire.ListSchedulesResponse.of(schedules),
+        schedules,
+        "no schedules",
         ("NAME", "CRON", "TZ", "QUEUE", "STATUS", "NEXT", "LAST", "FIRED", "BODY"),
         (
             (

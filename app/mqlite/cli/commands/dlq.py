@@ -69,10 +69,8 @@ def redrive(ctx: Context) -> int:
         g.max,
         lambda n: c.redrive(g.queue, g.to or None, max=n, older_than_ms=g.older_than),
     )
-    if ctx.out.json:
-        ctx.out.wire(wire.REDRIVE, wire.RedriveResponse(moved))
-    else:
-        ctx.out.line(f"redrove {moved} message(s) from {g.queue} to {g.to or g.queue}")
+    text = f"redrove {moved} message(s) from {g.queue} to {g.to or g.queue}"
+    ctx.out.answer(wire.REDRIVE, wire.RedriveResponse(moved), text)
     return 0
 
 
@@ -93,8 +91,6 @@ def purge_dlq(ctx: Context) -> int:
         g.max or 0,
         lambda n: c.purge(g.queue, max=n, older_than_ms=g.older_than or 0),
     )
-    if ctx.out.json:
-        ctx.out.wire(wire.PURGE, wire.PurgeResponse(purged))
-    else:
-        ctx.out.line(f"purged {purged} dead letter(s) from {g.queue}")
+    text = f"purged {purged} dead letter(s) from {g.queue}"
+    ctx.out.answer(wire.PURGE, wire.PurgeResponse(purged), text)
     return 0

@@ -90,27 +90,19 @@ def _describe(ctx: Context, key: AccessKey) -> None:
 def list_keys(ctx: Context) -> int:
     g = ctx.args
     keys, next_after = ctx.client.list_keys(g.after_id, g.limit, g.sort)
-    if ctx.out.json:
-        ctx.out.wire(wire.LIST_KEYS, wire.ListKeysResponse.of(keys, next_after))
-        return 0
-    if not keys:
-        ctx.out.line("no keys")
-    else:
-        ctx.out.table(
-            ("ID", "NAME", "PERMISSIONS", "CREATED", "EXPIRES", "REVOKED"),
-            (
-                (
-                    k.id,
-                    k.name,
-                    ",".join(k.permissions),
-                    when_text(k.created_at_ms),
-                    when_text(k.expires_at_ms),
-                    when_text(k.revoked_at_ms),
-                )
-                for k in keys
-            ),
-        )
-    if next_after:
+    ctx.out.listing(
+        wire.LIST_KEYS,
+        wire.ListKeysResponse.of(keys, next_after),
+        keys,
+        "no keys",
+        ("ID", "NAME", "PERMISSIONS", "CREATED", "EXPIRES", "REVOKED"),
+        (
+            (k.id, k.name, ",".join(k.permissions), when_text(k.created_at_ms),
+             when_text(k.expires_at_ms), when_text(k.revoked_at_ms))
+            for k in keys
+        ),
+    )  # fmt: skip
+    if next_after and not ctx.out.json:
         ctx.out.line(
             f"next page: mqlite key list --after-id {next_after} --sort {g.sort} --limit {g.limit}"
         )
@@ -119,8 +111,5 @@ def list_keys(ctx: Context) -> int:
 
 def revoke(ctx: Context) -> int:
     ctx.client.revoke_key(ctx.args.id)
-    if ctx.out.json:
-        ctx.out.wire(wire.REVOKE_KEY, wire.OkResponse())
-    else:
-        ctx.out.line(f"revoked key {ctx.args.id}")
+    ctx.out.answer(wire.REVOKE_KEY, wire.OkResponse(), f"revoked key {ctx.args.id}")
     return 0

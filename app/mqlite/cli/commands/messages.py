@@ -27,20 +27,13 @@ def _message_flags(p: argparse.ArgumentParser) -> None:
         "--prop",
         action="append",
         default=[],
-        type=_prop,
+        type=a.prop,
         metavar="K=V",
         help='application property (repeatable): what filters read as properties["K"]',
     )
     p.add_argument(
         "--ttl", type=a.duration, metavar="DURATION", default=None, help="per-message TTL"
     )
-
-
-def _prop(text: str) -> tuple[str, str]:
-    key, sep, value = text.partition("=")
-    if not sep or not key:
-        raise argparse.ArgumentTypeError(f"{text!r} is not K=V")
-    return key, value
 
 
 def register(sub: Any, common: argparse.ArgumentParser) -> None:
@@ -100,19 +93,15 @@ def schedule(ctx: Context) -> int:
     msg = _out_message(ctx)
     at_ms = a.at_time(ctx.args.at, SYSTEM_CLOCK.now_ms())
     seqs = [int(s) for s in ctx.client.schedule(ctx.args.queue, [msg], at_ms, ctx.args.ttl)]
-    if ctx.out.json:
-        ctx.out.wire(wire.SCHEDULE, wire.SendResponse(tuple(seqs)))
-    else:
-        ctx.out.line(f"scheduled {ctx.args.queue} seq={seqs[0]} at={when_text(at_ms)}")
+    text = f"scheduled {ctx.args.queue} seq={seqs[0]} at={when_text(at_ms)}"
+    ctx.out.answer(wire.SCHEDULE, wire.SendResponse(tuple(seqs)), text)
     return 0
 
 
 def cancel(ctx: Context) -> int:
     ctx.client.cancel(ctx.args.queue, ctx.args.seq)
-    if ctx.out.json:
-        ctx.out.wire(wire.CANCEL, wire.OkResponse())
-    else:
-        ctx.out.line(f"cancelled {ctx.args.queue} seq={ctx.args.seq}")
+    text = f"cancelled {ctx.args.queue} seq={ctx.args.seq}"
+    ctx.out.answer(wire.CANCEL, wire.OkResponse(), text)
     return 0
 
 

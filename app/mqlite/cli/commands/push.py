@@ -71,13 +71,11 @@ def set_push(ctx: Context) -> int:
 
 def list_pushes(ctx: Context) -> int:
     pushes = ctx.client.list_pushes()
-    if ctx.out.json:
-        ctx.out.wire(wire.LIST_PUSHES, wire.ListPushesResponse.of(pushes))
-        return 0
-    if not pushes:
-        ctx.out.line("no push targets")
-        return 0
-    ctx.out.table(
+    ctx.out.listing(
+        wire.LIST_PUSHES,
+        wire.ListPushesResponse.of(pushes),
+        pushes,
+        "no push targets",
         ("QUEUE", "URL", "STATUS", "IN FLIGHT", "LAST", "DELIVERED", "FAILED", "LAST ERROR"),
         (
             (
@@ -129,8 +127,5 @@ def _set_paused(ctx: Context, paused: bool) -> int:
         raise Failure(f"queue {ctx.args.queue!r} has no push target")
     p = found[0]
     p = ctx.client.create_push(p.queue, p.url, "", p.max_in_flight, p.timeout_ms, paused)
-    if ctx.out.json:
-        ctx.out.wire(wire.CREATE_PUSH, wire.PushResponse.of(p))
-    else:
-        ctx.out.line(f"push {p.queue}: {p.status}")
+    ctx.out.answer(wire.CREATE_PUSH, wire.PushResponse.of(p), f"push {p.queue}: {p.status}")
     return 0

@@ -1,16 +1,17 @@
-"""Queue and topic administration: create/delete queues, (un)subscribe, list, metrics,
-status and test-filter."""
+"""Queue and topic administration: create/delete queues, (un)subscribe, list, and
+test-filter. The read-only snapshots (``metrics``, ``status``) are ``status.py``'s."""
 
 from __future__ import annotations
 
 import argparse
+from collections.abc import Iterator
 from typing import Any
 
 from mqlite import wire
 from mqlite.cli import args as a
 from mqlite.cli.context import Context, Failure, UsageError
-from mqlite.cli.output import ms_text, size_text, uptime_text
-from mqlite.types import FilterTestResult, OrderingMode, OutMessage, QueueConfig, Stats
+from mqlite.cli.output import ms_text
+from mqlite.types import FilterTestResult, OrderingMode, OutMessage, QueueConfig
 
 
 def register(sub: Any, common: argparse.ArgumentParser) -> None:
@@ -102,19 +103,15 @@ def register(sub: Any, common: argparse.ArgumentParser) -> None:
     p = sub.add_parser("list-subscriptions", parents=[common], help="list subscriptions")
     p.set_defaults(handler=list_subscriptions, read_only=True)
 
-    p = sub.add_parser("metrics", parents=[common], help="queue counters")
-    p.add_argument("queue")
-    p.set_defaults(handler=metrics, read_only=True)
-    p = sub.add_parser("status", parents=[common], help="backend snapshot")
-    p.set_defaults(handler=status, read_only=True)
-
     p = sub.add_parser("test-filter", parents=[common], help="dry-run a subscription filter")
     p.add_argument("expr")
     p.add_argument("body", nargs="?", help="sample body (- for stdin)")
     p.add_argument("--file", help="sample body from a file")
     p.add_argument("--subject", default="")
     p.add_argument("--group", default="")
-    p.add_argument("--prop", default="", metavar="K=V,K=V", help="sample properties")
+    p.add_argument(
+        "--prop", type=a.prop_list, default=[], metavar="K=V,K=V", help="sample properties"
+    )
     p.set_defaults(handler=test_filter, read_only=True)
 
 
@@ -185,120 +182,67 @@ def _ensure_queue(ctx: Context, cfg: QueueConfig) -> int:
 def delete_queue(ctx: Context) -> int:
     g = ctx.args
     ctx.client.delete_queue(g.name, g.generation)
-    if ctx.out.json:
-        ctx.out.wire(wire.DELETE_QUEUE, wire.DeleteQueueResponse(True))
-    else:
-        ctx.out.line(f"deleted queue {g.name}")
+    ctx.out.answer(wire.DELETE_QUEUE, wire.DeleteQueueResponse(True), f"deleted queue {g.name}")
     return 0
 
 
 def subscribe(ctx: Context) -> int:
     g = ctx.args
     ctx.client.subscribe(g.topic, g.name, g.expr)
-    if ctx.out.json:
-        ctx.out.wire(wire.SUBSCRIBE, wire.EmptyResponse())
-    else:
-        shown = f" where {g.expr}" if g.expr else " (all messages)"
-        ctx.out.line(f"subscribed {g.name} to topic {g.topic}{shown}")
+    shown = f" where {g.expr}" if g.expr else " (all messages)"
+    text = f"subscribed {g.name} to topic {g.topic}{shown}"
+    ctx.out.answer(wire.SUBSCRIBE, wire.EmptyResponse(), text)
     return 0
 
 
 def unsubscribe(ctx: Context) -> int:
-    ctx.client.unsubscribe(ctx.args.topic, ctx.args.name)
-    if ctx.out.json:
-        ctx.out.wire(wire.UNSUBSCRIBE, wire.EmptyResponse())
-    else:
-        ctx.out.line(f"unsubscribed {ctx.args.name} from topic {ctx.args.topic}")
+    g = ctx.args
+    ctx.client.unsubscribe(g.topic, g.name)
+    text = f"unsubscribed {g.name} from topic {g.topic}"
+    ctx.out.answer(wire.UNSUBSCRIBE, wire.EmptyResponse(), text)
     return 0
 
 
 def list_queues(ctx: Context) -> int:
     queues = list(ctx.client.list_queues())
-    if ctx.out.json:
-        ctx.out.wire(wire.LIST_QUEUES, wire.ListQueuesResponse.of(queues))
-        return 0
-    if not queues:
-        ctx.out.line("no queues")
-        return 0
-    # A subscription's backing queue carries the subscription's name; show its topic.
-    topics = {s.name: s.topic for s in ctx.client.list_subscriptions()}
-    ctx.out.table(
+
+    def rows() -> Iterator[tuple[object, ...]]:
+        # A subscription's backing queue carries the subscription's name; show its topic.
+        topics = {s.name: s.topic for s in ctx.client.list_subscriptions()}
+        for q in queues:
+            c = q.config
+            yield (q.name, c.kind, topics.get(q.name, "-"), c.ordering_mode or "standard",
+                   ms_text(c.lock_duration_ms), c.max_delivery_count, ms_text(c.default_ttl_ms),
+                   ms_text(c.dedup_window_ms), q.generation or "-")  # fmt: skip
+
+    ctx.out.listing(
+        wire.LIST_QUEUES,
+        wire.ListQueuesResponse.of(queues),
+        queues,
+        "no queues",
         ("NAME", "KIND", "TOPIC", "ORDERING", "LOCK", "MAX-DELIVERY", "TTL", "DEDUP", "GENERATION"),
-        (
-            (
-                q.name,
-                q.config.kind,
-                topics.get(q.name, "-"),
-                q.config.ordering_mode or "standard",
-                ms_text(q.config.lock_duration_ms),
-                q.config.max_delivery_count,
-                ms_text(q.config.default_ttl_ms),
-                ms_text(q.config.dedup_window_ms),
-                q.generation or "-",
-            )
-            for q in queues
-        ),
+        rows(),
     )
     return 0
 
 
 def list_subscriptions(ctx: Context) -> int:
     subs = list(ctx.client.list_subscriptions())
-    if ctx.out.json:
-        ctx.out.wire(wire.LIST_SUBSCRIPTIONS, wire.ListSubscriptionsResponse.of(subs))
-        return 0
-    if not subs:
-        ctx.out.line("no subscriptions")
-        return 0
-    ctx.out.table(("TOPIC", "NAME", "FILTER"), ((s.topic, s.name, s.expr or "*") for s in subs))
-    return 0
-
-
-def metrics(ctx: Context) -> int:
-    s: Stats = ctx.client.stats(ctx.args.queue)
-    if ctx.out.json:
-        ctx.out.wire(wire.STATS, wire.MetricsResponse.of(s))
-        return 0
-    ctx.out.line(
-        f"queue={s.queue} active={s.active} locked={s.locked} deferred={s.deferred} "
-        f"scheduled={s.scheduled} dead_lettered={s.dead_lettered} total={s.total} "
-        + (f"oldest={s.oldest_message_age_ms}ms" if s.active + s.locked else "oldest=-")
+    ctx.out.listing(
+        wire.LIST_SUBSCRIPTIONS,
+        wire.ListSubscriptionsResponse.of(subs),
+        subs,
+        "no subscriptions",
+        ("TOPIC", "NAME", "FILTER"),
+        ((s.topic, s.name, s.expr or "*") for s in subs),
     )
     return 0
-
-
-def status(ctx: Context) -> int:
-    resp: wire.StatusResponse = ctx.client.status()
-    if ctx.out.json:
-        ctx.out.wire(wire.STATUS, resp)
-        return 0
-    mode = f"client of {ctx.target.endpoint}" if ctx.target.remote else "embedded"
-    ctx.out.line(f"mode:           {mode}")
-    for key in ("version", "backend", "location", "schema_version", "ping_ms"):
-        ctx.out.line(f"{key + ':':<15} {getattr(resp, key)}")
-    ctx.out.line(f"{'db_size:':<15} {size_text(resp.db_size_bytes)} ({resp.db_size_bytes} bytes)")
-    ctx.out.line(f"{'queues:':<15} {resp.queues}")
-    ctx.out.line(f"{'subscriptions:':<15} {resp.subscriptions}")
-    if ctx.target.remote:
-        ctx.out.line(f"{'uptime:':<15} {uptime_text(resp.uptime_ms)}")
-        ctx.out.line(f"{'auth:':<15} {'on' if resp.auth else 'off'}")
-    return 0
-
-
-def _props(text: str) -> dict[str, str]:
-    out: dict[str, str] = {}
-    for item in filter(None, (p.strip() for p in text.split(","))):
-        key, sep, value = item.partition("=")
-        if not sep or not key:
-            raise UsageError(f"--prop {item!r} is not k=v")
-        out[key] = value
-    return out
 
 
 def test_filter(ctx: Context) -> int:
     g = ctx.args
     body = a.read_body(g.body, g.file, required=False)
-    props = _props(g.prop)
+    props = dict(g.prop)
     sample = None
     if body is not None or g.subject or g.group or props:
         sample = OutMessage(body=body or b"", subject=g.subject, group_id=g.group, properties=props)
