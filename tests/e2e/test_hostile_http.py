@@ -336,11 +336,14 @@ def test_eight_concurrent_29_mb_sends_are_answered_with_flat_memory(
     assert len(body) > 29_000_000
     pid, idle = worker_pid(b), rss_mb(worker_pid(b))
     statuses, _, peak = _concurrent_sends(b, body.encode())
-    assert statuses == [200] * 8
+    # Each is answered: 200, or 503 when it waited INFLIGHT_WAIT_S (30 s) for the budget --
+    # what a loaded machine (load 16) gives the last ones, by design (issue 25: no test
+    # depends on speed). Two always fit the budget at once; every 200 stored all 21.
+    assert set(statuses) <= {200, 503} and statuses.count(200) >= 2, statuses
     # Two at a time fit the 64 MiB in-flight budget (was 329 MB peak, 219 MB kept).
     assert peak < idle + 260, (idle, peak)
     assert _settled_rss(pid, idle + 64) < idle + 64
-    assert b.ok("QueueService/Stats", {"queue": q})["active"] == 8 * 21
+    assert b.ok("QueueService/Stats", {"queue": q})["active"] == statuses.count(200) * 21
     assert worker_pid(b) == pid
 
 
