@@ -17,6 +17,9 @@ module's first and last tests; the module totals are the figures to rank.
 
 The report (FILE): the total, then every module and the slowest tests by CPU seconds,
 each with its wall seconds; ``FILE.tests`` gets one line per test as the run goes.
+Under pytest-xdist each worker writes its own ``FILE-gwN`` (and ``FILE-gwN.tests``); the
+controller's FILE then has no tests, and its total is the whole run's CPU (the workers
+are its children).
 """
 
 from __future__ import annotations
@@ -113,5 +116,8 @@ class CpuProfile:
 
 def register(config: pytest.Config) -> None:
     out = os.environ.get("MQLITE_TEST_CPU")
+    worker = getattr(config, "workerinput", {}).get("workerid")  # an xdist worker
+    if out and worker:
+        out = f"{out}-{worker}"
     if out:
         config.pluginmanager.register(CpuProfile(Path(out)), "mqlite-cpu-profile")

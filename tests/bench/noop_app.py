@@ -16,6 +16,7 @@ from __future__ import annotations
 import argparse
 import sys
 from pathlib import Path
+from types import SimpleNamespace
 
 REPO = Path(__file__).resolve().parents[2]
 sys.path.insert(0, str(REPO / "app"))
@@ -39,12 +40,23 @@ async def noop(request: Request) -> Response:
 app = Starlette(routes=[Route(PATH, noop, methods=["POST"])])
 
 
+class _NoopGunicorn(_Gunicorn):
+    """``mqlite serve``'s gunicorn application with the no-op app in the worker instead
+    of ``BrokerApp``. The worker reads the connection cap's settings and the per-key
+    shares off the app it serves, so the no-op app carries the same (unused) ones."""
+
+    def load(self) -> Starlette:
+        app.settings = self._settings  # type: ignore[attr-defined]
+        app.shares = SimpleNamespace(cap=None)  # type: ignore[attr-defined]
+        return app
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--addr", default="127.0.0.1:0", help="HOST:PORT to listen on")
     args = parser.parse_args(argv)
-    options = gunicorn_options(Settings(addr=args.addr))
-    _Gunicorn(app, options).run()  # type: ignore[arg-type]  # any ASGI app will do
+    settings = Settings(addr=args.addr)
+    _NoopGunicorn(settings, gunicorn_options(settings)).run()
     return 0
 
 

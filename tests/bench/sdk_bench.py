@@ -7,6 +7,7 @@ A script, not a test (pytest ignores tests/bench)::
     .venv/bin/python tests/bench/sdk_bench.py --libs       # + http.client vs urllib3 vs httpx
     .venv/bin/python tests/bench/sdk_bench.py --check      # exit 1 below 2,000 msg/s
     .venv/bin/python tests/bench/sdk_bench.py --endpoint http://127.0.0.1:6754 --token T
+    .venv/bin/python tests/bench/sdk_bench.py --against REV  # instructions: REV and now
 
 Without ``--endpoint`` it starts a broker on a free loopback port with a temp database
 (``MQLITE_SYNC`` as in the environment, default NORMAL). Figures: one ``HttpClient``
@@ -16,6 +17,11 @@ asyncio figures are the same sends through ``mqlite.aio`` (one client, 1 and
 ``--threads`` tasks on one event loop). The ``--libs`` table sends the same pre-encoded
 Send body with each library's keep-alive client, so it isolates the HTTP library's cost
 from the SDK's encoding.
+
+First, the clients' own cost per Send next to the floor of a minimal client in the same
+run (``sdk_cost.py``): thread CPU of the calling thread, and, with valgrind installed,
+instructions per Send under callgrind (load-independent; ``--against REV`` adds REV's
+figures, measured in the same run). ``--no-instructions`` skips callgrind.
 """
 
 from __future__ import annotations
@@ -35,6 +41,8 @@ from pathlib import Path
 
 REPO = Path(__file__).resolve().parents[2]
 sys.path.insert(0, str(REPO / "app"))
+
+import sdk_cost  # noqa: E402
 
 import mqlite  # noqa: E402
 from mqlite import OutMessage, wire  # noqa: E402
@@ -161,6 +169,10 @@ def main() -> int:
     ap.add_argument("--threads", type=int, default=4)
     ap.add_argument("--libs", action="store_true", help="also compare the HTTP libraries")
     ap.add_argument("--check", action="store_true", help=f"exit 1 below {TARGET} msg/s")
+    ap.add_argument("--cpu-n", type=int, default=4_000, help="sends per client, thread CPU")
+    ap.add_argument("--instr-n", type=int, default=400, help="sends per client, callgrind")
+    ap.add_argument("--no-instructions", action="store_true", help="skip callgrind")
+    ap.add_argument("--against", metavar="REV", help="instructions of REV's SDK too")
     args = ap.parse_args()
 
     proc = None
@@ -174,6 +186,12 @@ def main() -> int:
         client.create_queue(queue)
         msg = OutMessage(BODY)
         print(f"broker {url}, {os.cpu_count()} CPUs, {len(BODY)}-byte bodies, n={args.n}")
+        print()
+        print("\n".join(sdk_cost.cpu_table(url, args.token, queue, args.cpu_n)))
+        if not args.no_instructions:
+            print()
+            rows = sdk_cost.instruction_table(url, args.token, args.instr_n, args.against)
+            print("\n".join(rows))
         if args.libs:
             print("\n| library (raw Send, 1 thread) | msgs/s | client CPU µs/request |")
             print("|---|---:|---:|")

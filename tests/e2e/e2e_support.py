@@ -83,6 +83,7 @@ def free_port() -> int:
 
 
 FAULTY_SERVE = str(Path(__file__).with_name("faulty_serve.py"))
+SHIFTED_SERVE = str(Path(__file__).with_name("shifted_serve.py"))
 
 STORES = ("file", "libsql")
 E2E_STORE = os.environ.get("MQLITE_E2E_STORE", "file")
@@ -98,13 +99,14 @@ def file_store_only(reason: str) -> pytest.MarkDecorator:
     )
 
 
-def serve_command(addr: str | None, args: Sequence[str] = (), *, faulty: bool = False) -> list[str]:
-    """``mqlite serve``; ``faulty``: with the storage fault seam (``faulty_serve.py``)."""
-    cmd = (
-        [sys.executable, FAULTY_SERVE]
-        if faulty
-        else [sys.executable, "-m", "mqlite.cli.main", "serve"]
-    )
+def serve_command(
+    addr: str | None, args: Sequence[str] = (), *, faulty: bool = False, script: str = ""
+) -> list[str]:
+    """``mqlite serve``; ``faulty``: with the storage fault seam (``faulty_serve.py``);
+    ``script``: another wrapper that ends in serve (``shifted_serve.py``)."""
+    if faulty:
+        script = FAULTY_SERVE
+    cmd = [sys.executable, script] if script else [sys.executable, "-m", "mqlite.cli.main", "serve"]
     if addr is not None:
         cmd += ["--addr", addr]
     return cmd + list(args)
@@ -377,6 +379,7 @@ class BrokerFactory:
         db_path: Path | None = None,
         faulty: bool = False,
         nofile: int | None = None,
+        script: str = "",
     ) -> tuple[subprocess.Popen[bytes], Path, Path, Path, dict[str, str], int]:
         """Start a serve process without waiting for it (for startup-failure tests);
         ``nofile`` = its soft and hard descriptor limit (systemd's 1024, say)."""
@@ -390,7 +393,7 @@ class BrokerFactory:
             full_env["MQLITE_DB"] = self.remote_dsn(db)
         with out.open("wb") as fo, err.open("wb") as fe:
             proc = subprocess.Popen(
-                serve_command(addr, args, faulty=faulty),
+                serve_command(addr, args, faulty=faulty, script=script),
                 env=full_env,
                 stdout=fo,
                 stderr=fe,
@@ -413,13 +416,14 @@ class BrokerFactory:
         addr: str | None = "auto",
         faulty: bool = False,
         nofile: int | None = None,
+        script: str = "",
     ) -> Broker:
         """Start a broker and wait for ``/healthz``. ``env`` defaults MQLITE_TOKENS to the
         admin token; pass ``{"MQLITE_TOKENS": "off"}`` (and ``token=None``) for auth off."""
         merged: dict[str, str | None] = {"MQLITE_TOKENS": ADMIN_TOKEN}
         merged.update(env or {})
         proc, db, out, err, full_env, port = self.spawn(
-            merged, args, addr=addr, db_path=db_path, faulty=faulty, nofile=nofile
+            merged, args, addr=addr, db_path=db_path, faulty=faulty, nofile=nofile, script=script
         )
         explicit = addr if addr != "auto" else None
         if addr is None:  # listening where MQLITE_ADDR says

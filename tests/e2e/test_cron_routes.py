@@ -7,7 +7,9 @@ from __future__ import annotations
 import re
 import time
 
-from e2e_support import Broker, BrokerFactory, b64, unique
+from e2e_support import SHIFTED_SERVE, Broker, BrokerFactory, b64, unique
+
+LEAD_MS = 8_000
 
 
 def _generation(broker: Broker, name: str) -> str:
@@ -59,12 +61,16 @@ def test_refusals_name_the_field(broker: Broker) -> None:
 def test_serve_fires_a_slot_seen_in_receive_observe_and_metrics(
     broker_factory: BrokerFactory,
 ) -> None:
-    b = broker_factory(args=["--metrics"])
+    # The engine's clock is LEAD_MS before a minute boundary when serve starts
+    # (shifted_serve.py): the slot comes in seconds, not at the wall clock's next minute.
+    b = broker_factory({"SHIFTED_SERVE_LEAD_MS": str(LEAD_MS)}, ["--metrics"], script=SHIFTED_SERVE)
     q, name = b.create_queue(), unique("every-minute")
     b.ok("AdminService/CreateSchedule", {"name": name, "cron": "* * * * *", "queue": q,
                                          "message": {"body": b64("tick")}})  # fmt: skip
     got: list[dict[str, object]] = []
-    deadline = time.monotonic() + 75  # the next minute boundary, then the 1 s pass
+    # The next minute boundary on the engine's clock (a start slower than LEAD_MS misses
+    # the first one and takes the next), then the 1 s pass.
+    deadline = time.monotonic() + 75
     while not got and time.monotonic() < deadline:
         got = b.receive(q, 1, wait_time_ms=20_000)
     assert got, "no slot fired within a minute and a bit"

@@ -103,6 +103,7 @@ class Probe:
 # -- 1. the request head: size and deadline -------------------------------------------------
 
 
+@pytest.mark.same_on_any_store
 def test_a_streamed_128_mb_header_is_refused_431_and_stalls_nobody(broker: Broker) -> None:
     pid = worker_pid(broker)
     sent = 0
@@ -128,6 +129,7 @@ def test_a_streamed_128_mb_header_is_refused_431_and_stalls_nobody(broker: Broke
     assert worker_pid(broker) == pid  # the worker was not killed
 
 
+@pytest.mark.same_on_any_store
 def test_a_long_request_line_or_many_headers_are_431(broker: Broker) -> None:
     line = b"POST " + RPC.encode() + b"x" * 20_000 + b" HTTP/1.1\r\nHost: x\r\n\r\n"
     assert_raw_envelope(raw_exchange(broker, line), 431, "invalid_argument", "headers_too_large")
@@ -138,6 +140,7 @@ def test_a_long_request_line_or_many_headers_are_431(broker: Broker) -> None:
     assert raw_exchange(broker, fits + b"p" * 15_000 + b"\r\n\r\n").startswith(b"HTTP/1.1 200")
 
 
+@pytest.mark.same_on_any_store
 def test_malformed_http_is_the_json_envelope(broker: Broker) -> None:
     for bad in (
         b"GET / HTTP/1.1\r\nHost: x\r\nBad Header: y\r\n\r\n",
@@ -148,6 +151,7 @@ def test_malformed_http_is_the_json_envelope(broker: Broker) -> None:
         assert message.startswith("invalid HTTP request"), message
 
 
+@pytest.mark.same_on_any_store
 def test_connections_that_send_nothing_are_closed(broker: Broker) -> None:
     started = time.monotonic()
     with socket.create_connection((broker.host, broker.port), timeout=HEAD_DEADLINE_S + 5) as s:
@@ -155,6 +159,7 @@ def test_connections_that_send_nothing_are_closed(broker: Broker) -> None:
     assert time.monotonic() - started < HEAD_DEADLINE_S
 
 
+@pytest.mark.same_on_any_store
 def test_a_half_sent_head_is_408_at_the_deadline(broker: Broker) -> None:
     started = time.monotonic()
     with socket.create_connection((broker.host, broker.port), timeout=HEAD_DEADLINE_S + 5) as s:
@@ -170,6 +175,7 @@ def test_a_half_sent_head_is_408_at_the_deadline(broker: Broker) -> None:
     assert_raw_envelope(answer, 408, "canceled", "request_timeout")
 
 
+@pytest.mark.same_on_any_store
 def test_an_idle_keep_alive_connection_is_closed(broker: Broker) -> None:
     with socket.create_connection((broker.host, broker.port), timeout=HEAD_DEADLINE_S + 5) as s:
         s.sendall(b"GET /healthz HTTP/1.1\r\nHost: x\r\n\r\n")
@@ -207,6 +213,7 @@ def _closed_by_peer(s: socket.socket) -> bool:
         return True
 
 
+@pytest.mark.same_on_any_store
 def test_1100_idle_sockets_under_a_1024_fd_limit_lock_nobody_out(
     broker_factory: BrokerFactory,
 ) -> None:
@@ -297,6 +304,7 @@ def _settled_rss(pid: int, below: float) -> float:
     return rss
 
 
+@pytest.mark.same_on_any_store
 def test_eight_sends_of_two_million_properties_are_refused_fast(
     broker_factory: BrokerFactory,
 ) -> None:
@@ -328,11 +336,14 @@ def test_eight_concurrent_29_mb_sends_are_answered_with_flat_memory(
     assert len(body) > 29_000_000
     pid, idle = worker_pid(b), rss_mb(worker_pid(b))
     statuses, _, peak = _concurrent_sends(b, body.encode())
-    assert statuses == [200] * 8
+    # Each is answered: 200, or 503 when it waited INFLIGHT_WAIT_S (30 s) for the budget --
+    # what a loaded machine (load 16) gives the last ones, by design (issue 25: no test
+    # depends on speed). Two always fit the budget at once; every 200 stored all 21.
+    assert set(statuses) <= {200, 503} and statuses.count(200) >= 2, statuses
     # Two at a time fit the 64 MiB in-flight budget (was 329 MB peak, 219 MB kept).
     assert peak < idle + 260, (idle, peak)
     assert _settled_rss(pid, idle + 64) < idle + 64
-    assert b.ok("QueueService/Stats", {"queue": q})["active"] == 8 * 21
+    assert b.ok("QueueService/Stats", {"queue": q})["active"] == statuses.count(200) * 21
     assert worker_pid(b) == pid
 
 
@@ -373,6 +384,7 @@ def test_a_receive_of_large_bodies_counts_them_as_base64(broker_factory: BrokerF
 # -- 5. the access log -----------------------------------------------------------------------
 
 
+@pytest.mark.same_on_any_store
 def test_a_30_mb_queue_name_makes_a_short_log_line(broker_factory: BrokerFactory) -> None:
     b = broker_factory()
     name = "q" * (30 << 20)
@@ -398,6 +410,7 @@ def _list(b: Broker, **headers: str) -> httpx.Response:
     return httpx.post(b.base_url + RPC + "AdminService/ListQueues", json={}, headers=headers)
 
 
+@pytest.mark.same_on_any_store
 def test_auth_off_refuses_a_simple_cors_request(open_broker: Broker) -> None:
     for ctype in ("text/plain", "application/x-www-form-urlencoded", "multipart/form-data"):
         r = httpx.post(
@@ -408,6 +421,7 @@ def test_auth_off_refuses_a_simple_cors_request(open_broker: Broker) -> None:
         assert_error(r, 415, "invalid_argument", reason="unsupported_media_type")
 
 
+@pytest.mark.same_on_any_store
 def test_auth_off_serves_loopback_hosts_only(open_broker: Broker) -> None:
     port = open_broker.port
     for host in (f"127.0.0.1:{port}", f"localhost:{port}", "LOCALHOST", f"[::1]:{port}"):
@@ -417,6 +431,7 @@ def test_auth_off_serves_loopback_hosts_only(open_broker: Broker) -> None:
         assert "loopback Host" in message
 
 
+@pytest.mark.same_on_any_store
 def test_auth_off_refuses_cross_site_origins(open_broker: Broker) -> None:
     port = open_broker.port
     for origin in (f"http://127.0.0.1:{port}", "http://localhost:3000", "http://[::1]:8080"):
@@ -426,6 +441,7 @@ def test_auth_off_refuses_cross_site_origins(open_broker: Broker) -> None:
         assert "cross-site" in message
 
 
+@pytest.mark.same_on_any_store
 def test_insecure_allow_remote_serves_any_host_but_no_cross_site_origin(
     broker_factory: BrokerFactory,
 ) -> None:
@@ -436,6 +452,7 @@ def test_insecure_allow_remote_serves_any_host_but_no_cross_site_origin(
     assert_error(r, 403, "permission_denied")
 
 
+@pytest.mark.same_on_any_store
 def test_auth_on_also_requires_json_and_checks_no_host(broker: Broker) -> None:
     r = broker.http.post(RPC + "AdminService/ListQueues", content=b"{}")
     assert_error(r, 415, "invalid_argument", reason="unsupported_media_type")
@@ -446,6 +463,7 @@ def test_auth_on_also_requires_json_and_checks_no_host(broker: Broker) -> None:
 # -- 8. envelopes everywhere -------------------------------------------------------------------
 
 
+@pytest.mark.same_on_any_store
 def test_metrics_errors_are_the_envelope(broker_factory: BrokerFactory) -> None:
     b = broker_factory(args=["--metrics"])
     assert_error(httpx.get(b.base_url + "/metrics"), 401, "unauthenticated")
@@ -459,7 +477,9 @@ def test_metrics_errors_are_the_envelope(broker_factory: BrokerFactory) -> None:
 
 def test_a_paced_redrive_stops_when_its_client_disconnects(broker_factory: BrokerFactory) -> None:
     b = broker_factory()
-    q = b.create_queue()
+    # 200 one-by-one rejects took over the default 30 s lock at load 16 (lock_lost): the
+    # locks must outlast the setup on any machine, not the subject here (issue 25).
+    q = b.create_queue(lock_duration_ms=600_000)
     b.send(q, *["x"] * 200)
     for m in b.receive(q, 200):
         b.ok(

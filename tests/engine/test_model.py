@@ -41,6 +41,7 @@ from hypothesis.stateful import (
 
 import mqlite
 import mqlite.filters.api  # raises the recursion limit at import, never mid-example
+from ci_budget import budget
 from mqlite import OutMessage, QueueConfig, errors
 from mqlite.clock import FakeClock
 from mqlite.testing import run_maintenance_once
@@ -720,18 +721,22 @@ def _settings(max_examples: int) -> settings:
     )
 
 
+# Budgets (tests/ci_budget.py): the CI run draws a fixed (derandomized) set of examples per
+# machine in which every rule of every machine runs (counted per rule when the budgets were
+# set, issue 25: each at least once, most dozens of times; GroupFifo's receive_deferred
+# from 50 examples on); MQLITE_DEEP=1 runs the full budgets (53 s CPU against 21 s).
 TestStandardQueueMatchesModel = QueueModelMachine.TestCase
-TestStandardQueueMatchesModel.settings = _settings(100)
+TestStandardQueueMatchesModel.settings = _settings(budget(40, 100))
 TestGroupFifoQueueMatchesModel = GroupFifoMachine.TestCase
-TestGroupFifoQueueMatchesModel.settings = _settings(80)
+TestGroupFifoQueueMatchesModel.settings = _settings(budget(50, 80))
 TestStrictFifoQueueMatchesModel = StrictFifoMachine.TestCase
-TestStrictFifoQueueMatchesModel.settings = _settings(80)
+TestStrictFifoQueueMatchesModel.settings = _settings(budget(30, 80))
 TestFileQueueWithReopenMatchesModel = FileReopenMachine.TestCase
-TestFileQueueWithReopenMatchesModel.settings = _settings(40)
+TestFileQueueWithReopenMatchesModel.settings = _settings(budget(15, 40))
 TestRetryPolicyQueueMatchesModel = RetryPolicyMachine.TestCase
-TestRetryPolicyQueueMatchesModel.settings = _settings(60)
+TestRetryPolicyQueueMatchesModel.settings = _settings(budget(25, 60))
 TestGroupFifoRetryPolicyQueueMatchesModel = GroupFifoRetryPolicyMachine.TestCase
-TestGroupFifoRetryPolicyQueueMatchesModel.settings = _settings(40)
+TestGroupFifoRetryPolicyQueueMatchesModel.settings = _settings(budget(15, 40))
 
 
 # The same models on the remote store (a real sqld, ``sqld_server``): fewer examples, as
@@ -772,9 +777,9 @@ def remote_store_url(sqld_server: Any) -> Iterator[None]:
         machine.REMOTE_URL = ""
 
 
-TestStandardQueueMatchesModelRemote = _remote_case(RemoteStandardMachine, 20)
-TestGroupFifoQueueMatchesModelRemote = _remote_case(RemoteGroupFifoMachine, 15)
-TestReopenMatchesModelRemote = _remote_case(RemoteReopenMachine, 10)
+TestStandardQueueMatchesModelRemote = _remote_case(RemoteStandardMachine, budget(8, 20))
+TestGroupFifoQueueMatchesModelRemote = _remote_case(RemoteGroupFifoMachine, budget(6, 15))
+TestReopenMatchesModelRemote = _remote_case(RemoteReopenMachine, budget(4, 10))
 
 
 # -- pinned examples: the preface rules, one at a time, for readable failures ----------

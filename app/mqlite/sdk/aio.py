@@ -20,12 +20,12 @@ import asyncio
 import ssl
 from typing import Any, TypeVar
 
-from mqlite import errors
+from mqlite import errors, wire
 from mqlite.sdk.aio_message import AsyncMessage
 from mqlite.sdk.aio_methods import AsyncMethods
 from mqlite.sdk.aio_transport import MAX_BODY_BYTES, AsyncPool
-from mqlite.sdk.call import Call, Steps, decode
-from mqlite.sdk.http import RemoteSettings, request_head
+from mqlite.sdk.call import Call, Steps
+from mqlite.sdk.http import RemoteSettings
 from mqlite.sdk.retry import Attempts, GiveUp, RetryPolicy
 from mqlite.sdk.transport import DEFAULT_TIMEOUT_S, POOL_SIZE, ConnectFailed, ExchangeFailed
 from mqlite.types import Message
@@ -76,13 +76,12 @@ class AsyncClient(RemoteSettings, AsyncMethods):
         state machine as the sync client's; only the sleep differs)."""
         if self._closed:
             raise errors.Closed("the client is closed")
-        path = self.endpoint.base_path + call.route.path
-        head = request_head(path, self._header_lines, call.body)
-        timeout = self.timeout + call.wait_ms / 1000.0
+        data = self._heads.request(call.route, call.body)
+        timeout = self.timeout + call.wait_ms / 1000.0 if call.wait_ms else self.timeout
         attempts: Attempts | None = None
         while True:
             try:
-                status, body = await self._pool.request(head, call.body, timeout, self.timeout)
+                status, body = await self._pool.request(data, timeout, self.timeout)
             except (ConnectFailed, ExchangeFailed) as exc:
                 attempts = attempts or Attempts(self.retry, call.route.name, call.safe)
                 cause = exc.__cause__ or exc
@@ -91,7 +90,7 @@ class AsyncClient(RemoteSettings, AsyncMethods):
                     raise decision.error from exc
             else:
                 if status == 200:
-                    return decode(call, body)
+                    return wire.decode_response(call.route, body)
                 attempts = attempts or Attempts(self.retry, call.route.name, call.safe)
                 decision = attempts.answered(status, body)
                 if isinstance(decision, GiveUp):

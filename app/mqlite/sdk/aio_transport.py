@@ -10,8 +10,12 @@ within ``idle_timeout``.
 Why a Protocol and not asyncio streams: a StreamReader costs a task wakeup, a buffer copy
 and (with ``asyncio.timeout``) a timer re-armed per read; measured on single-message
 Sends it was over half the client's CPU. Here ``data_received`` parses in place and
-resolves one future per exchange, and one timer per exchange checks both deadlines: it
+resolves one future per exchange, and one timer per connection checks both deadlines: it
 fires at the exchange's deadline, or earlier once an answer has begun and then stalls.
+The timer outlives the exchange that armed it: the next exchange on the connection keeps
+it when it fires no later than its own deadline (``_expire`` then re-arms it for what is
+due), so a stream of short exchanges schedules a timer about once per ``timeout``
+instead of scheduling and cancelling one per request.
 
 No thread: a parked long poll costs one idle socket. Failures map to the same
 ``ConnectFailed`` (nothing sent) and ``ExchangeFailed`` (maybe sent) as the sync
@@ -24,25 +28,40 @@ import asyncio
 import ssl
 import time
 
-from mqlite.sdk.answer import MAX_BODY_BYTES, MAX_HEAD_BYTES, MAX_HEADERS, Answer, ProtocolError
+from mqlite.sdk.answer import (
+    MAX_BODY_BYTES,
+    MAX_HEAD_BYTES,
+    MAX_HEADERS,
+    READ_SIZE,
+    Answer,
+    ProtocolError,
+)
 from mqlite.sdk.endpoint import Endpoint
 from mqlite.sdk.transport import IDLE_LIMIT_S, ConnectFailed, ExchangeFailed
 
 __all__ = ["MAX_BODY_BYTES", "MAX_HEADERS", "MAX_HEAD_BYTES", "AsyncPool", "ProtocolError"]
 
 
-class _Conn(asyncio.Protocol):
-    """One keep-alive connection; at most one exchange in flight."""
+class _Conn(asyncio.BufferedProtocol):
+    """One keep-alive connection; at most one exchange in flight.
+
+    A BufferedProtocol: the loop reads into this connection's own buffer (``recv_into``)
+    instead of allocating a fresh 256 KiB bytes object per read, which glibc may serve
+    by mmap and give back by munmap -- three more system calls per read, depending on the
+    process's malloc history. The parser copies what it keeps, so the buffer is reused."""
 
     def __init__(self, loop: asyncio.AbstractEventLoop) -> None:
         self.loop = loop
+        self.buffer = memoryview(bytearray(READ_SIZE))
         self.transport: asyncio.Transport | None = None
         self.lost = False
         self.since = 0.0  # when it went idle (time.monotonic)
         # the exchange in flight
         self.answer: Answer | None = None
+        self.reader: Answer | None = None  # the parser kept for every exchange (answer.py)
         self.waiter: asyncio.Future[None] | None = None
         self.timer: asyncio.TimerHandle | None = None
+        self.timer_at = 0.0  # when the pending timer fires (loop time)
         self.deadline = 0.0
         self.idle_timeout = 0.0
         self.last_read = -1.0  # loop time of the answer's latest read; < 0: none yet
@@ -53,7 +72,13 @@ class _Conn(asyncio.Protocol):
         assert isinstance(transport, asyncio.Transport)
         self.transport = transport
 
-    def data_received(self, data: bytes) -> None:
+    def get_buffer(self, sizehint: int) -> memoryview:
+        return self.buffer
+
+    def buffer_updated(self, nbytes: int) -> None:
+        self.data_received(self.buffer[:nbytes])
+
+    def data_received(self, data: bytes | memoryview) -> None:
         answer = self.answer
         if answer is None or self.waiter is None or self.waiter.done():
             self.close()  # bytes nobody asked for: the stream is out of step
@@ -92,14 +117,20 @@ class _Conn(asyncio.Protocol):
         self._finish(None)
 
     def _arm(self, when: float) -> None:
+        """Have a timer fire at ``when`` at the latest. A pending timer that fires no
+        later is kept: ``_expire`` re-arms it for whatever is due then, so back-to-back
+        exchanges share one timer instead of scheduling and cancelling one each."""
         if self.timer is not None:
+            if self.timer_at <= when:
+                return
             self.timer.cancel()
+        self.timer_at = when
         self.timer = self.loop.call_at(when, self._expire)
 
     def _expire(self) -> None:
         self.timer = None
         if self.waiter is None or self.waiter.done():
-            return
+            return  # fired between exchanges: the next one arms its own
         due = self.deadline
         if self.last_read >= 0:
             due = min(due, self.last_read + self.idle_timeout)
@@ -109,9 +140,6 @@ class _Conn(asyncio.Protocol):
         self._finish(TimeoutError())  # reported as "TimeoutError", as asyncio.timeout did
 
     def _finish(self, exc: BaseException | None) -> None:
-        if self.timer is not None:
-            self.timer.cancel()
-            self.timer = None
         waiter = self.waiter
         if waiter is not None and not waiter.done():
             if exc is None:
@@ -123,7 +151,12 @@ class _Conn(asyncio.Protocol):
         self, data: bytes, deadline: float, idle_timeout: float, max_body: int
     ) -> Answer:
         assert self.transport is not None
-        self.answer = answer = Answer(max_body)
+        answer = self.reader
+        if answer is None:
+            answer = self.reader = Answer(max_body)
+        else:
+            answer.next()  # the last answer was reusable, or the connection was closed
+        self.answer = answer
         self.waiter = self.loop.create_future()
         self.deadline, self.idle_timeout, self.last_read = deadline, idle_timeout, -1.0
         self._arm(deadline)
@@ -131,10 +164,7 @@ class _Conn(asyncio.Protocol):
             self.transport.write(data)
             await self.waiter
         finally:
-            if self.timer is not None:
-                self.timer.cancel()
-                self.timer = None
-            self.answer = self.waiter = None
+            self.answer = self.waiter = None  # the timer stays for the next exchange
         return answer
 
     def usable(self, now: float) -> bool:
@@ -146,6 +176,9 @@ class _Conn(asyncio.Protocol):
         )
 
     def close(self) -> None:
+        if self.timer is not None:
+            self.timer.cancel()
+            self.timer = None
         if self.transport is not None:
             self.transport.close()
 
@@ -192,17 +225,15 @@ class AsyncPool:
         return await self._new(timeout)
 
     async def request(
-        self, head: bytes, body: bytes, timeout: float, connect_timeout: float
+        self, data: bytes, timeout: float, connect_timeout: float
     ) -> tuple[int, bytes]:
-        """Send ``head`` (request line + headers, ending in a blank line) and ``body``;
-        ``timeout`` bounds the exchange, ``connect_timeout`` connecting and each read of
-        an answer once it has begun."""
+        """Send ``data`` (request line, headers, blank line and body); ``timeout`` bounds
+        the exchange, ``connect_timeout`` connecting and each read of an answer once it
+        has begun."""
         conn = await self._get(connect_timeout)
         deadline = conn.loop.time() + timeout
         try:
-            answer = await conn.exchange(
-                head + body, deadline, connect_timeout, self.max_body_bytes
-            )
+            answer = await conn.exchange(data, deadline, connect_timeout, self.max_body_bytes)
         except (OSError, TimeoutError, ProtocolError) as exc:
             conn.close()
             raise ExchangeFailed(exc) from exc

@@ -54,6 +54,12 @@ class Answer:
     def __init__(self, max_body: int) -> None:
         self.max_body = max_body
         self.parser = httptools.HttpResponseParser(self)
+        self.next()
+
+    def next(self) -> None:
+        """Ready for the next answer on the same stream. A keep-alive connection keeps
+        one ``Answer`` (and its llhttp parser, which parses consecutive messages) for
+        all its exchanges; it is only reused after a ``reusable()`` answer."""
         self.done = False
         self.trailing = False  # bytes after the answer: the stream is not reusable
         self.head_bytes = 0
@@ -98,7 +104,7 @@ class Answer:
 
     # -- what the transports call ------------------------------------------------------
 
-    def feed(self, data: bytes) -> bool:
+    def feed(self, data: bytes | memoryview) -> bool:
         """Parse the next bytes read (``b""`` = the peer closed); True once the answer is
         complete. Raises ``ProtocolError`` on a malformed answer, a bound crossed, or EOF
         before a framed answer ended."""

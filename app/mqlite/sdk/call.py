@@ -36,10 +36,11 @@ SAFE = True
 UNSAFE = False
 
 
-@dataclass(frozen=True, slots=True)
+@dataclass(slots=True)
 class Call(Generic[Resp]):
     """One round trip: the route, its encoded request, whether a replay is harmless, and
-    the long-poll wait the HTTP timeout must exceed."""
+    the long-poll wait the HTTP timeout must exceed. Not frozen: a frozen dataclass pays
+    an ``object.__setattr__`` per field on every call; nothing mutates one."""
 
     route: wire.Route[Any, Resp]
     body: bytes
@@ -68,6 +69,9 @@ class Verb:
 
 VERBS: dict[str, Verb] = {}
 RETRY: dict[str, bool] = {}  # route name -> SAFE/UNSAFE, from the verbs that own them
+# The same by Route object, filled by ``rpc`` on first use: ``Route.name`` is a formatted
+# property, too dear to build on every call of a hot verb.
+_SAFE_BY_ROUTE: dict[wire.Route[Any, Any], bool] = {}
 
 
 def verb(
@@ -87,7 +91,10 @@ def verb(
 
 def rpc(route: wire.Route[Any, Resp], request: msgspec.Struct, wait_ms: int = 0) -> Steps[Resp]:
     """Yield one call of ``route`` and return its decoded response."""
-    call: Call[Resp] = Call(route, wire.encode_request(route, request), RETRY[route.name], wait_ms)
+    safe = _SAFE_BY_ROUTE.get(route)
+    if safe is None:
+        safe = _SAFE_BY_ROUTE[route] = RETRY[route.name]
+    call: Call[Resp] = Call(route, wire.encode_request(route, request), safe, wait_ms)
     response: Resp = yield call
     return response
 

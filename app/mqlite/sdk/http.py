@@ -18,7 +18,7 @@ from typing import TYPE_CHECKING, Any, TypeVar
 
 from mqlite import errors, wire
 from mqlite.sdk.answer import MAX_BODY_BYTES
-from mqlite.sdk.call import Call, Resp, Steps, decode, rpc
+from mqlite.sdk.call import Call, Resp, Steps, rpc
 from mqlite.sdk.endpoint import Endpoint, parse_endpoint, resolve_token
 from mqlite.sdk.http_methods import HttpMethods
 from mqlite.sdk.retry import Attempts, GiveUp, RetryPolicy
@@ -51,6 +51,28 @@ def request_head(path: str, lines: str, body: bytes) -> bytes:
     return f"POST {path} HTTP/1.1\r\n{lines}Content-Length: {len(body)}\r\n\r\n".encode("latin-1")
 
 
+class Heads:
+    """Each route's request bytes up to the Content-Length value, built on first use:
+    what ``request_head`` spells, without re-formatting the same request line and
+    headers on every call (``Route.path`` is itself a formatted property)."""
+
+    __slots__ = ("base_path", "by_route", "lines")
+
+    def __init__(self, base_path: str, lines: str) -> None:
+        self.base_path = base_path
+        self.lines = lines
+        self.by_route: dict[wire.Route[Any, Any], bytes] = {}
+
+    def request(self, route: wire.Route[Any, Any], body: bytes) -> bytes:
+        """The whole request: request line, headers, blank line and ``body``."""
+        prefix = self.by_route.get(route)
+        if prefix is None:
+            path = self.base_path + route.path
+            prefix = f"POST {path} HTTP/1.1\r\n{self.lines}Content-Length: ".encode("latin-1")
+            self.by_route[route] = prefix
+        return b"%b%d\r\n\r\n%b" % (prefix, len(body), body)
+
+
 class RemoteSettings:
     """What both remote clients (sync and asyncio) hold: endpoint, timeout, retry policy
     and the fixed header lines of every request."""
@@ -59,6 +81,7 @@ class RemoteSettings:
     timeout: float
     retry: RetryPolicy
     _header_lines: str
+    _heads: Heads
 
     def _setup(
         self, endpoint: str, token: str | None, timeout: float, retry: RetryPolicy | None
@@ -70,6 +93,7 @@ class RemoteSettings:
         self.timeout = float(timeout)
         self.retry = retry or RetryPolicy()
         self._header_lines = header_lines(ep, resolve_token(ep, token))
+        self._heads = Heads(ep.base_path, self._header_lines)
         return ep
 
 
@@ -124,13 +148,12 @@ class HttpClient(RemoteSettings, HttpMethods):
         first failure only: a 200 costs no retry bookkeeping)."""
         if self._closed:
             raise errors.Closed("the client is closed")
-        base = self.endpoint.base_path + call.route.path
-        head = request_head(base, self._header_lines, call.body)
-        timeout = self.timeout + call.wait_ms / 1000.0
+        data = self._heads.request(call.route, call.body)
+        timeout = self.timeout + call.wait_ms / 1000.0 if call.wait_ms else self.timeout
         attempts: Attempts | None = None
         while True:
             try:
-                status, body = self._pool.request(head, call.body, timeout)
+                status, body = self._pool.request(data, timeout)
             except (ConnectFailed, ExchangeFailed) as exc:
                 attempts = attempts or Attempts(self.retry, call.route.name, call.safe)
                 cause = exc.__cause__ or exc
@@ -139,7 +162,7 @@ class HttpClient(RemoteSettings, HttpMethods):
                     raise decision.error from exc
             else:
                 if status == 200:
-                    return decode(call, body)
+                    return wire.decode_response(call.route, body)
                 attempts = attempts or Attempts(self.retry, call.route.name, call.safe)
                 decision = attempts.answered(status, body)
                 if isinstance(decision, GiveUp):

@@ -23,9 +23,9 @@ from __future__ import annotations
 import select
 import socket
 import ssl
+import struct
 import threading
 import time
-from dataclasses import dataclass
 
 from mqlite import defaults
 from mqlite.sdk.answer import MAX_BODY_BYTES, READ_SIZE, Answer, ProtocolError
@@ -46,26 +46,56 @@ class ExchangeFailed(Exception):
     """The connection failed after the request may have been (partly) sent."""
 
 
-@dataclass(slots=True)
-class _Idle:
-    sock: socket.socket
-    since: float
+# Plain TCP on a POSIX system keeps its socket in blocking mode and lets the kernel time
+# out each send and read (SO_SNDTIMEO / SO_RCVTIMEO): a Python socket timeout costs a
+# poll(2) before every sendto and recvfrom, two extra system calls per request for the
+# same bound. TLS (and Windows) keep Python's socket timeout.
+_KERNEL_TIMEOUTS = hasattr(select, "poll") and hasattr(socket, "SO_RCVTIMEO")
 
 
-def _dropped(sock: socket.socket | None) -> bool:
-    """True if an idle socket is readable: the peer closed it (EOF) or sent junk. An idle
-    keep-alive connection has nothing to read, so readable means unusable."""
-    if sock is None:
-        return True
-    try:
+def _timeval(seconds: float) -> bytes:
+    whole = int(seconds)
+    return struct.pack("ll", whole, int((seconds - whole) * 1e6))
+
+
+class _Conn:
+    """One keep-alive connection: its socket, the poller that checks it before reuse
+    (registered once), its answer parser, the read/send timeout set on it and when it
+    went idle."""
+
+    __slots__ = ("answer", "kernel", "poller", "since", "sock", "timeout")
+
+    def __init__(self, sock: socket.socket, kernel: bool, max_body: int) -> None:
+        self.sock = sock
+        self.answer = Answer(max_body)  # reused: the connection goes back only when clean
+        self.kernel = kernel  # timeouts by SO_RCVTIMEO/SO_SNDTIMEO, not Python's
+        self.timeout = -1.0
+        self.since = 0.0
+        self.poller: select.poll | None = None
         if hasattr(select, "poll"):
-            poller = select.poll()
-            poller.register(sock, select.POLLIN)
-            return bool(poller.poll(0))
-        readable, _, _ = select.select([sock], [], [], 0)
-        return bool(readable)
-    except (OSError, ValueError):
-        return True
+            self.poller = select.poll()
+            self.poller.register(sock, select.POLLIN)
+
+    def dropped(self) -> bool:
+        """True if the idle socket is readable: the peer closed it (EOF) or sent junk. An
+        idle keep-alive connection has nothing to read, so readable means unusable."""
+        try:
+            if self.poller is not None:
+                return bool(self.poller.poll(0))
+            readable, _, _ = select.select([self.sock], [], [], 0)
+            return bool(readable)
+        except (OSError, ValueError):
+            return True
+
+    def set_timeout(self, timeout: float) -> None:
+        """Bound each send and read by ``timeout`` seconds (system calls only on a change)."""
+        self.timeout = timeout
+        if self.kernel:
+            tv = _timeval(timeout)
+            self.sock.setsockopt(socket.SOL_SOCKET, socket.SO_RCVTIMEO, tv)
+            self.sock.setsockopt(socket.SOL_SOCKET, socket.SO_SNDTIMEO, tv)
+        else:
+            self.sock.settimeout(timeout)
 
 
 class Pool:
@@ -85,11 +115,11 @@ class Pool:
         self.maxsize = maxsize
         self.max_body_bytes = max_body_bytes
         self._ssl = ssl_context
-        self._idle: list[_Idle] = []
+        self._idle: list[_Conn] = []
         self._lock = threading.Lock()
         self._closed = False
 
-    def _new(self) -> socket.socket:
+    def _new(self) -> _Conn:
         ep = self.endpoint
         try:
             sock = socket.create_connection((ep.host, ep.port), timeout=self.timeout)
@@ -100,43 +130,55 @@ class Pool:
             if ep.scheme == "https":
                 ctx = self._ssl or ssl.create_default_context()
                 sock = ctx.wrap_socket(sock, server_hostname=ep.host)
+            kernel = _KERNEL_TIMEOUTS and ep.scheme == "http"
+            if kernel:
+                sock.settimeout(None)  # blocking: the kernel's timeouts bound each call
+            return _Conn(sock, kernel, self.max_body_bytes)
         except OSError as exc:
             sock.close()
             raise ConnectFailed(exc) from exc
-        return sock
 
-    def _get(self) -> socket.socket:
+    def _get(self) -> _Conn:
         now = time.monotonic()
         while True:
             with self._lock:
-                idle = self._idle.pop() if self._idle else None
-            if idle is None:
+                conn = self._idle.pop() if self._idle else None
+            if conn is None:
                 return self._new()
-            if now - idle.since < IDLE_LIMIT_S and not _dropped(idle.sock):
-                return idle.sock
-            idle.sock.close()
+            if now - conn.since < IDLE_LIMIT_S and not conn.dropped():
+                return conn
+            conn.sock.close()
 
-    def _put(self, sock: socket.socket) -> None:
+    def _put(self, conn: _Conn) -> None:
+        conn.since = time.monotonic()
         with self._lock:
             if not self._closed and len(self._idle) < self.maxsize:
-                self._idle.append(_Idle(sock, time.monotonic()))
+                self._idle.append(conn)
                 return
-        sock.close()
+        conn.sock.close()
 
-    def request(self, head: bytes, body: bytes, timeout: float) -> tuple[int, bytes]:
-        """POST once (``head`` = request line + headers + blank line); (status, body).
+    def request(self, data: bytes, timeout: float) -> tuple[int, bytes]:
+        """POST once (``data`` = request line, headers, blank line and body); (status,
+        body).
 
         ``ConnectFailed`` when nothing was sent, ``ExchangeFailed`` after that.
         """
-        sock = self._get()
+        conn = self._get()
+        sock = conn.sock
         try:
-            if sock.gettimeout() != timeout:  # settimeout is a syscall: only on a change
-                sock.settimeout(timeout)
-            sock.sendall(head + body)
-            answer = Answer(self.max_body_bytes)
+            if conn.timeout != timeout:
+                conn.set_timeout(timeout)
+            sock.sendall(data)
+            answer = conn.answer
+            answer.next()
             recv = sock.recv
             while not answer.feed(recv(READ_SIZE)):
                 pass
+        except BlockingIOError as exc:  # SO_RCVTIMEO/SO_SNDTIMEO expired
+            sock.close()
+            timed_out = TimeoutError("timed out")  # the words of a Python socket timeout
+            timed_out.__cause__ = exc
+            raise ExchangeFailed(timed_out) from timed_out
         except (OSError, ProtocolError) as exc:
             sock.close()
             raise ExchangeFailed(exc) from exc
@@ -144,7 +186,7 @@ class Pool:
             sock.close()  # e.g. KeyboardInterrupt mid-exchange: the stream is unusable
             raise
         if answer.reusable():
-            self._put(sock)
+            self._put(conn)
         else:
             sock.close()
         return answer.status, answer.value()
@@ -153,5 +195,5 @@ class Pool:
         with self._lock:
             self._closed = True
             idle, self._idle = self._idle, []
-        for item in idle:
-            item.sock.close()
+        for conn in idle:
+            conn.sock.close()

@@ -24,6 +24,9 @@ from pathlib import Path
 REPO = Path(__file__).resolve().parents[3]
 BENCH = REPO / "tests" / "bench"
 
+# The SDK's instructions per Send are printed next to this revision's, measured in the
+# same run: main before issue 29 §3's second cut of the clients' per-request work.
+SDK_BEFORE = "bc04baf"
 # name -> (arguments after the interpreter, timeout s). Sized to finish in a few minutes.
 SCRIPTS: dict[str, tuple[list[str], int]] = {
     "engine": ([str(BENCH / "engine_bench.py"), "--quick", "--trials", "3"], 900),
@@ -31,7 +34,11 @@ SCRIPTS: dict[str, tuple[list[str], int]] = {
     "write-amp": ([str(BENCH / "write_amp_bench.py"), "--messages", "50"], 600),
     "topic": ([str(BENCH / "topic_bench.py")], 600),
     "http": ([str(BENCH / "http_bench.py")], 1200),
-    "sdk": ([str(BENCH / "sdk_bench.py")], 600),
+    "sdk": (
+        [str(BENCH / "sdk_bench.py"), "-n", "2000", "--cpu-n", "2000", "--against", SDK_BEFORE],
+        1500,
+    ),
+    "cron": ([str(BENCH / "cron_bench.py")], 600),
 }
 
 
