@@ -5,7 +5,8 @@ from __future__ import annotations
 
 import pytest
 
-from mqlite import wire
+import mqlite
+from mqlite import OutMessage, defaults, wire
 from mqlite.engine.budget import encoded_size, json_len
 from mqlite.types import Message
 
@@ -49,3 +50,27 @@ def test_encoded_size_bounds_both_response_views(body_len: int, text: str) -> No
 def test_metadata_counts_even_with_an_empty_body() -> None:
     bare = encoded_size(Message(seq_number=1))
     assert encoded_size(Message(seq_number=1, subject="s" * 4096)) == bare + 4096
+
+
+@pytest.mark.parametrize("mode", ["peek_lock", "receive_and_delete"])
+@pytest.mark.parametrize("subject", ["", "s" * 100])
+@pytest.mark.parametrize(("extra", "expected"), [(0, 2), (1, 3)])
+def test_receive_charges_each_claimed_message_exactly_its_encoded_size(
+    engine: mqlite.EmbeddedClient,
+    monkeypatch: pytest.MonkeyPatch,
+    mode: str,
+    subject: str,
+    extra: int,
+    expected: int,
+) -> None:
+    """The claim loop charges a message without metadata inline (hot path): the charge
+    must equal ``encoded_size`` of what Receive returns, token or no token -- a budget of
+    exactly two messages stops at two, one byte more takes a third."""
+    engine.create_queue("q")
+    engine.send("q", [OutMessage(body=b"x" * 100, subject=subject) for _ in range(5)])
+    token = "" if mode == "receive_and_delete" else "0" * 32  # a claim's 128-bit hex token
+    unit = encoded_size(Message(seq_number=1, body=b"x" * 100, subject=subject, lock_token=token))
+    monkeypatch.setattr(defaults, "RESPONSE_BYTE_BUDGET", 2 * unit + extra)
+    got = engine.receive("q", max_messages=5, mode=mode)
+    assert len(got) == expected
+    assert all(encoded_size(m) == unit for m in got)

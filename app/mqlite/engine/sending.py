@@ -98,7 +98,10 @@ class Sending(Part):
         try:
             with self.store.transaction() as conn:
                 result = send.insert(conn, now, routes, msgs, visible_at, ttl_ms, plan)
-                self._after_send(result, visible_at > now)
+                # Once it commits: count its effects, then wake as many parked polls per
+                # queue as it made claimable (one after-commit callback for both, a
+                # ``partial`` rather than a closure: no cells to build on every send).
+                self.store.after_commit(partial(self._sent, result, visible_at > now))
         except errors.DedupConflict:
             # A refused single send: nothing committed, but the conflict is a confirmed
             # effect (the conflicting record is committed). Every route it reached
@@ -108,12 +111,6 @@ class Sending(Part):
                 self.effects.add(route.queue.name, "dedup_conflict", 1)
             raise
         return result.seq_numbers
-
-    def _after_send(self, result: SendResult, scheduled: bool) -> None:
-        """Once the send commits: count its effects, then wake as many parked polls per
-        queue as it made claimable (``_sent``: one after-commit callback for both, a
-        ``partial`` rather than a closure -- no cells to build on every send)."""
-        self.store.after_commit(partial(self._sent, result, scheduled))
 
     def _sent(self, result: SendResult, scheduled: bool) -> None:
         """After the COMMIT of a send (hot path: no generators, no Counter per send)."""
