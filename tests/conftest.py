@@ -43,6 +43,7 @@ LONGEST_FIRST = (
     "tests/cli/test_cli_first_hour_two.py",  # 243 s
     "tests/push/test_push_delivery.py",  # 208 s
     "tests/e2e/test_schemathesis.py",  # 190 s
+    "tests/docs/test_docs_examples.py",  # ~150 s (was in the service process)
     "tests/engine/test_model.py",  # 185 s
     "tests/repo/test_cost_gate.py",  # 175 s
     "tests/e2e/test_lifecycle.py",  # 137 s
@@ -56,6 +57,8 @@ LONGEST_FIRST = (
     "tests/e2e/test_auth.py",  # 84 s
     "tests/cli/test_cli_cron.py",  # 84 s
     "tests/repo/test_bench_suite.py",  # 68 s
+    "tests/docs/test_add_a_verb.py",  # 40 s (lint of a copy of the repo)
+    "tests/mcp/test_mcp_http_limits.py",  # 40 s
 )
 
 
