@@ -31,8 +31,9 @@ def pytest_configure(config: pytest.Config) -> None:
     register_cpu_profile(config)
 
 
-# Under pytest-xdist (make test's core tiers, ``--dist loadfile``) a module is one unit of
-# work, handed out in collection order. In alphabetical order the two-minute modules came
+# Under pytest-xdist (make test's core tiers, ``--dist loadfile --no-loadscope-reorder``) a
+# module is one unit of work, handed out in collection order (xdist's own reorder, by
+# number of tests, put the two-test cost gate last). In alphabetical order the two-minute modules came
 # last (the cost gate, tests/repo): one worker ran it alone for 2 min while the other had
 # nothing left (the fresh loaded run of issue 25). The longest go first, so that the short
 # ones fill the gaps at the end. Wall seconds of each module measured per worker at load

@@ -66,7 +66,12 @@ ignores=()
 for tier in "${SERVICE_TIERS[@]}"; do ignores+=("--ignore=$tier"); done
 CORE_WORKERS=${CORE_WORKERS:-2}
 core_split=()
-if [ "$CORE_WORKERS" -gt 1 ]; then core_split=(-n "$CORE_WORKERS" --dist loadfile); fi
+# --no-loadscope-reorder: xdist would order modules by their number of tests, which put
+# the two-test, two-minute cost gate last; the collection order is tests/conftest.py's
+# LONGEST_FIRST, measured.
+if [ "$CORE_WORKERS" -gt 1 ]; then
+  core_split=(-n "$CORE_WORKERS" --dist loadfile --no-loadscope-reorder)
+fi
 
 service_log=$(mktemp)
 remote_log=$(mktemp)

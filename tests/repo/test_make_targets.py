@@ -102,7 +102,7 @@ def test_make_test_fails_when_any_pytest_process_fails(tmp_path: Path, failing: 
     assert all("-x" in run for run in runs)
     # The core tiers on two xdist workers, whole modules each (issue 25); the service and
     # remote processes keep their session fixtures (one image, one Chromium) in one process.
-    assert " -n 2 --dist loadfile " in core, core
+    assert " -n 2 --dist loadfile --no-loadscope-reorder " in core, core
     # Tests marked same_on_any_store run once, in the core process.
     assert "-m not same_on_any_store" in remote and "same_on_any_store" not in core
     assert " -n " not in service and " -n " not in remote
