@@ -33,12 +33,12 @@ def pytest_configure(config: pytest.Config) -> None:
 
 # Under pytest-xdist (make test's core tiers, ``--dist loadfile --no-loadscope-reorder``) a
 # module is one unit of work, handed out in collection order (xdist's own reorder, by
-# number of tests, put the two-test cost gate last). In alphabetical order the two-minute modules came
-# last (the cost gate, tests/repo): one worker ran it alone for 2 min while the other had
-# nothing left (the fresh loaded run of issue 25). The longest go first, so that the short
-# ones fill the gaps at the end. Wall seconds of each module measured per worker at load
-# 16 (MQLITE_TEST_CPU); modules not named keep their order after these. Stale figures only
-# cost balance, never a test.
+# number of tests, put the two-test cost gate last). In alphabetical order the two-minute
+# modules came last too (the cost gate, tests/repo): one worker ran it alone for 2 min
+# while the other had nothing left (the fresh loaded run of issue 25). The longest go
+# first, so that the short ones fill the gaps at the end. Wall seconds of each module
+# measured per worker at load 16 (MQLITE_TEST_CPU); modules not named keep their order
+# after these. Stale figures only cost balance, never a test.
 LONGEST_FIRST = (
     "tests/cli/test_cli_commands.py",  # 723 s
     "tests/cli/test_cli_first_hour_two.py",  # 243 s
