@@ -11,58 +11,28 @@ the scan also covers code that holds the concrete ``Engine``, such as the app's 
 from __future__ import annotations
 
 import ast
-import os
-import shutil
-import subprocess
-import sys
 import textwrap
 from pathlib import Path
 
 import pytest
+from contract_probe import copy_of_package, lint_contract, plant
 
 REPO = Path(__file__).resolve().parents[2]
 APP = REPO / "app" / "mqlite"
-LINT_IMPORTS = Path(sys.executable).with_name("lint-imports")
 PLUMBING = {"store", "writer", "notifier"}
 SEAM_SOURCES = [*sorted((APP / "server").rglob("*.py")), APP / "scheduling.py"]
 
 
-def lint_imports(root: Path) -> subprocess.CompletedProcess[str]:
-    """The seam contract on the package under ``root/app`` (never the installed one)."""
-    env = {**os.environ, "PYTHONPATH": str(root / "app")}
-    return subprocess.run(
-        [
-            str(LINT_IMPORTS),
-            "--no-cache",
-            "--config",
-            "pyproject.toml",
-            "--contract",
-            "engine-seam",
-        ],
-        cwd=root,
-        env=env,
-        capture_output=True,
-        text=True,
-        timeout=300,
-    )
-
-
 @pytest.fixture
 def copy(tmp_path: Path) -> Path:
-    shutil.copytree(APP, tmp_path / "app" / "mqlite", ignore=shutil.ignore_patterns("__pycache__"))
-    shutil.copy(REPO / "pyproject.toml", tmp_path / "pyproject.toml")
-    return tmp_path
+    return copy_of_package(tmp_path)
 
 
 def test_the_seam_contract_holds_and_breaks_on_a_probe_import(copy: Path) -> None:
-    clean = lint_imports(copy)
+    clean = lint_contract(copy, "engine-seam")
     assert clean.returncode == 0, clean.stdout + clean.stderr
-    handlers = copy / "app" / "mqlite" / "server" / "queue_handlers.py"
-    handlers.write_text(
-        handlers.read_text(encoding="utf-8") + "\nimport mqlite.engine.store  # the probe\n",
-        encoding="utf-8",
-    )
-    probed = lint_imports(copy)
+    plant(copy, "server/queue_handlers.py", "mqlite.engine.store")
+    probed = lint_contract(copy, "engine-seam")
     assert probed.returncode != 0
     assert "mqlite.server.queue_handlers -> mqlite.engine.store" in probed.stdout
 
