@@ -14,7 +14,7 @@ from contextlib import contextmanager
 from urllib.parse import urlsplit
 
 from mqlite import defaults, errors
-from mqlite.engine import claim, queues, retry, settle, settle_pipelined
+from mqlite.engine import claim, queues, retry, settle, settle_batch, settle_pipelined
 from mqlite.engine.core import serialized
 from mqlite.engine.notify import Waiter
 from mqlite.engine.sending import Sending
@@ -218,7 +218,7 @@ class Messaging(Sending):
             if settle_pipelined.pipelined(conn):  # one request with the COMMIT
                 hooks = (self.store.after_commit, self._completed)  # (counted after it)
                 return settle_pipelined.complete_batch(conn, now, name, pairs, *hooks)
-            results, deleted = settle.complete_batch(conn, now, name, pairs)
+            results, deleted = settle_batch.complete_batch(conn, now, name, pairs)
             if deleted:
                 self.store.after_commit(lambda: self._completed(name, deleted))
         return results
