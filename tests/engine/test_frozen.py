@@ -9,8 +9,8 @@ import pickle
 import pytest
 
 from mqlite.engine.frozen import constructor
-from mqlite.engine.rows import make_message, row_to_message
-from mqlite.engine.settle import make_result
+from mqlite.engine.rows import METADATA, make_message, receive_message, row_to_message
+from mqlite.engine.settle_batch import make_result
 from mqlite.types import BatchResult, Message
 
 # One row as MESSAGE_COLUMNS selects it, every field set (a peek and a receive read it).
@@ -57,6 +57,29 @@ def test_row_to_message_gives_the_receive_view_and_the_peek_view() -> None:
         dead_letter_reason="why",
         dead_letter_description="what",
     )
+
+
+def test_the_claim_loops_builder_stores_every_field_as_row_to_message_does() -> None:
+    """rows.receive_message skips the constructor: a field it forgot would be an empty
+    slot (AttributeError on read), a field it got wrong a different message."""
+    settler = object()
+    # no metadata, no error: every optional column NULL
+    sparse = (7, "q", "locked", 11, 12, "tok", 1, 10, 0, *[None] * 7, b"", None, None, None, 0)
+    for row in (ROW, sparse):
+        built = receive_message(row, settler)  # type: ignore[arg-type]
+        expected = row_to_message(row)
+        assert type(built) is Message
+        for f in dataclasses.fields(Message):
+            if f.name != "_settler":
+                assert getattr(built, f.name) == getattr(expected, f.name), f.name
+        assert built._settler is settler
+        with pytest.raises(dataclasses.FrozenInstanceError):
+            built.queue = "x"  # type: ignore[misc]
+
+
+def test_metadata_is_the_rows_message_id_to_properties_columns() -> None:
+    """The claim loop charges a row without metadata without encoded_size (claim.py)."""
+    assert ROW[METADATA] == ("mid", "cid", "rto", "gid", "ct", "subj", '{"k":"v"}')
 
 
 def test_a_class_it_cannot_build_safely_is_refused() -> None:

@@ -29,7 +29,6 @@ from typing import Any
 from mqlite import defaults
 from mqlite.engine.budget import encoded_size
 from mqlite.engine.remote import RemoteConnection, ResultTooLarge
-from mqlite.engine.rows import row_to_message
 from mqlite.types import Message
 
 # Claims per request. sqld reads every statement of a batch, the steps it skips too (a
@@ -57,11 +56,12 @@ def claim_batch(
     *,
     delete: bool,
     new_token: Callable[[], str],
-    without_lease: Callable[[Message], Message],
+    build: Callable[[tuple[Any, ...]], Message],
     one_by_one: Callable[[int], list[Message]],
 ) -> list[Message]:
-    """``claim.claim_batch`` in chunks (module doc); ``one_by_one(n)`` is the loop, for a
-    chunk that crossed the byte budget."""
+    """``claim.claim_batch`` in chunks (module doc); ``build`` makes a claimed row's
+    message (bound; the receive-and-delete view when ``delete``); ``one_by_one(n)`` is the
+    loop, for a chunk that crossed the byte budget."""
     out: list[Message] = []
     budget = 0
     hints, limits = conn.claim_hints, conn.claim_limits
@@ -86,9 +86,7 @@ def claim_batch(
         for row in rows:
             if row is None:
                 break
-            msg = row_to_message(row)
-            if delete:
-                msg = without_lease(msg)
+            msg = build(row)
             got.append(msg)
             budget += encoded_size(msg)
             if budget >= defaults.RESPONSE_BYTE_BUDGET:

@@ -113,12 +113,12 @@ class Messaging(Sending):
                 replay = claim.lookup_attempt(conn, now, q.name, attempt_id)
                 if replay is not None:
                     return self._bind(replay)
-            msgs = claim.claim_batch(conn, now, q, max_messages, delete=delete)
+            msgs = claim.claim_batch(conn, now, q, max_messages, delete=delete, settler=self)
             if attempt_id and msgs:
                 claim.save_attempt(conn, now, q, attempt_id, msgs)
             if msgs:  # a replay returned above: it counts nothing twice
                 self._count_claims(q.name, msgs, deleted=delete)
-        return self._bind(msgs)
+        return msgs  # (bound by the claim: no second pass over them)
 
     def _count_claims(self, queue: str, msgs: list[Message], *, deleted: bool) -> None:
         again = sum(1 for m in msgs if m.delivery_count > 1)

@@ -11,7 +11,7 @@ import sqlite3
 from typing import Any
 
 from mqlite.engine.frozen import constructor
-from mqlite.types import Message
+from mqlite.types import Message, Settler
 
 # The body as stored: inline, or (external_body_bytes > 0) in `bodies`. A primary-key
 # probe, evaluated only for external rows (CASE short-circuits).
@@ -111,3 +111,59 @@ def row_to_message(row: sqlite3.Row | tuple[Any, ...], *, peek: bool = False) ->
         last_error_at,  # last_error_at_ms
         None,  # _settler (bound by the client)
     )
+
+
+# The metadata columns of a MESSAGE_COLUMNS row (message_id .. properties): all NULL (or
+# empty) for a message sent without metadata, every drain's (claim.py's byte budget).
+METADATA = slice(9, 16)
+
+_new = object.__new__
+_PARTS: Any = make_message  # the parts class: instances take plain stores (frozen.py)
+
+
+def receive_message(row: tuple[Any, ...], settler: Settler) -> Message:
+    """``row_to_message(row)`` (the receive view) bound to ``settler``, built without a
+    constructor call (frozen.py: every field stored, then the class set): the claim loop
+    builds every received message here (~100 bytecodes a message fewer)."""
+    m = _new(_PARTS)
+    (
+        m.seq_number,
+        m.queue,
+        _,  # state: peek's
+        _,  # visible_at: peek's
+        m.locked_until_ms,
+        lock_token,
+        m.delivery_count,
+        m.enqueued_at_ms,
+        _,  # expires_at: peek's
+        message_id,
+        correlation_id,
+        reply_to,
+        group_id,
+        content_type,
+        subject,
+        properties,
+        body,
+        _,  # dead_letter_reason: peek's
+        _,  # dead_letter_description: peek's
+        last_error,
+        m.last_error_at_ms,
+    ) = row
+    m.body = bytes(body)
+    m.message_id = message_id or ""
+    m.group_id = group_id or ""
+    m.subject = subject or ""
+    m.correlation_id = correlation_id or ""
+    m.reply_to = reply_to or ""
+    m.content_type = content_type or ""
+    m.properties = json.loads(properties) if properties else {}  # (decode_properties)
+    m.lock_token = lock_token or ""
+    m.state = ""
+    m.visible_at_ms = 0
+    m.expires_at_ms = 0
+    m.dead_letter_reason = ""
+    m.dead_letter_description = ""
+    m.last_error = last_error or ""
+    m._settler = settler
+    m.__class__ = Message
+    return m  # type: ignore[no-any-return]
