@@ -10,7 +10,7 @@ import pytest
 
 from mqlite.engine.frozen import constructor
 from mqlite.engine.rows import METADATA, make_message, receive_message, row_to_message
-from mqlite.engine.settle_batch import make_result
+from mqlite.engine.settle_batch import _results, make_result
 from mqlite.types import BatchResult, Message
 
 # One row as MESSAGE_COLUMNS selects it, every field set (a peek and a receive read it).
@@ -39,6 +39,14 @@ def test_a_constructed_batch_result_equals_and_hashes_as_one_built_by_its_init()
     built = make_result(5, True, 0)
     assert type(built) is BatchResult
     assert built == BatchResult(5, True) and hash(built) == hash(BatchResult(5, True))
+
+
+def test_the_batch_results_builder_stores_every_field() -> None:
+    """settle_batch._results skips the constructor (frozen.py): compared whole."""
+    results = _results([(5, "a"), (6, "b"), (5, "a")], {(5, "a")})
+    assert all(type(r) is BatchResult for r in results)
+    assert results == [BatchResult(5, True), BatchResult(6, False), BatchResult(5, True)]
+    assert hash(results[0]) == hash(BatchResult(5, True))
 
 
 def test_row_to_message_gives_the_receive_view_and_the_peek_view() -> None:

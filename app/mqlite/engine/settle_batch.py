@@ -23,6 +23,9 @@ from __future__ import annotations
 import sqlite3
 from collections.abc import Sequence
 from functools import cache
+from itertools import chain
+from operator import itemgetter
+from typing import Any
 
 from mqlite import defaults
 from mqlite.engine.frozen import constructor
@@ -34,6 +37,8 @@ CHUNK = 256
 
 # A BatchResult without its frozen __init__ (frozen.py): one per settled message.
 make_result = constructor(BatchResult)
+_RESULT_PARTS: Any = make_result  # (its instances take plain stores: _results)
+_new = object.__new__
 
 
 @cache
@@ -80,21 +85,18 @@ def complete_batch(
     Keyed by the (seq, token) PAIR: the same seq with a stale and a live token is ok only
     for the live one; a duplicate pair is answered alike; an empty token is never ok.
     Returns the results and the rows deleted now."""
-    unique = list(dict.fromkeys(pair for pair in pairs if pair[1]))
+    unique = list(dict.fromkeys(pairs))
+    if "" in map(itemgetter(1), unique):  # (rare) an empty token: never ok, never sent
+        unique = [pair for pair in unique if pair[1]]
     done: set[tuple[int, str]] = set()
     fresh: list[tuple[int, str]] = []
     execute = conn.execute
     for start in range(0, len(unique), CHUNK):
         chunk = unique[start : start + CHUNK]
-        size = bucket(len(chunk))
-        pad = size - len(chunk)
-        params: list[object] = [seq for seq, _ in chunk]
-        params += [None] * pad
-        for pair in chunk:
-            params += pair
-        params += [None] * (2 * pad)
+        pad = [None] * (bucket(len(chunk)) - len(chunk))
+        params = [*map(itemgetter(0), chunk), *pad, *chain.from_iterable(chunk), *pad, *pad]
         params += (queue, now_ms)
-        fresh += execute(delete_pairs_sql(size), params).fetchall()
+        fresh += execute(delete_pairs_sql(len(chunk) + len(pad)), params).fetchall()
     done.update(fresh)
     if len(done) < len(unique):  # a retried batch: the rest may hold a live receipt
         for seq, token in unique:
@@ -105,11 +107,22 @@ def complete_batch(
     expires = now_ms + defaults.SETTLEMENT_RECEIPT_TTL_MS
     for start in range(0, len(fresh), CHUNK):
         rows = fresh[start : start + CHUNK]
-        size = bucket(len(rows))
-        receipt: list[object] = [queue, now_ms, expires]
-        for row in rows:
-            receipt += row
-        receipt += [None] * (2 * (size - len(rows)))
-        execute(insert_receipts_sql(size), receipt)
-    results = [make_result(seq, (seq, token) in done, 0) for seq, token in pairs]
-    return results, len(fresh)
+        pad = [None] * (bucket(len(rows)) - len(rows))
+        receipt = [queue, now_ms, expires, *chain.from_iterable(rows), *pad, *pad]
+        execute(insert_receipts_sql(len(rows) + len(pad)), receipt)
+    return _results(pairs, done), len(fresh)
+
+
+def _results(pairs: Sequence[tuple[int, str]], done: set[tuple[int, str]]) -> list[BatchResult]:
+    """A BatchResult per pair, in order: ok iff the pair is done. Built by plain slot
+    stores (frozen.py; one per settled message: the drain's hot path)."""
+    results: list[BatchResult] = []
+    append = results.append
+    for pair in pairs:
+        r = _new(_RESULT_PARTS)
+        r.seq_number = pair[0]
+        r.ok = pair in done
+        r.locked_until_ms = 0
+        r.__class__ = BatchResult
+        append(r)
+    return results
