@@ -43,10 +43,14 @@ def test_a_constructed_batch_result_equals_and_hashes_as_one_built_by_its_init()
 
 def test_the_batch_results_builder_stores_every_field() -> None:
     """settle_batch._results skips the constructor (frozen.py): compared whole."""
-    results = _results([(5, "a"), (6, "b"), (5, "a")], {(5, "a")})
+    results = _results([(5, "a"), (6, "b"), (5, "a")], False, {(5, "a")})
     assert all(type(r) is BatchResult for r in results)
     assert results == [BatchResult(5, True), BatchResult(6, False), BatchResult(5, True)]
     assert hash(results[0]) == hash(BatchResult(5, True))
+    assert _results([(5, "a"), (6, "b")], True, set()) == [
+        BatchResult(5, True),
+        BatchResult(6, True),
+    ]
 
 
 def test_row_to_message_gives_the_receive_view_and_the_peek_view() -> None:

@@ -85,21 +85,23 @@ def complete_batch(
     Keyed by the (seq, token) PAIR: the same seq with a stale and a live token is ok only
     for the live one; a duplicate pair is answered alike; an empty token is never ok.
     Returns the results and the rows deleted now."""
-    unique = list(dict.fromkeys(pairs))
-    if "" in map(itemgetter(1), unique):  # (rare) an empty token: never ok, never sent
-        unique = [pair for pair in unique if pair[1]]
-    done: set[tuple[int, str]] = set()
+    live = list(pairs)
+    if "" in map(itemgetter(1), live):  # (rare) an empty token: never ok, never sent
+        live = [pair for pair in live if pair[1]]
     fresh: list[tuple[int, str]] = []
     execute = conn.execute
-    for start in range(0, len(unique), CHUNK):
-        chunk = unique[start : start + CHUNK]
+    for start in range(0, len(live), CHUNK):  # (a duplicate pair removes its row once)
+        chunk = live[start : start + CHUNK]
         pad = [None] * (bucket(len(chunk)) - len(chunk))
         params = [*map(itemgetter(0), chunk), *pad, *chain.from_iterable(chunk), *pad, *pad]
         params += (queue, now_ms)
         fresh += execute(delete_pairs_sql(len(chunk) + len(pad)), params).fetchall()
-    done.update(fresh)
-    if len(done) < len(unique):  # a retried batch: the rest may hold a live receipt
-        for seq, token in unique:
+    # As many rows removed as pairs given: every pair removed its own row now (no empty
+    # token, no duplicate), all ok -- a drain's batch, answered without a set of pairs.
+    everything = len(fresh) == len(pairs)
+    done: set[tuple[int, str]] = set() if everything else set(fresh)
+    if not everything:  # a retried batch: the rest may hold a live receipt
+        for seq, token in dict.fromkeys(live):
             if (seq, token) not in done and execute(
                 LOOKUP_RECEIPT_SQL, (queue, seq, token, OP_COMPLETE, "", now_ms)
             ).fetchone():
@@ -110,18 +112,20 @@ def complete_batch(
         pad = [None] * (bucket(len(rows)) - len(rows))
         receipt = [queue, now_ms, expires, *chain.from_iterable(rows), *pad, *pad]
         execute(insert_receipts_sql(len(rows) + len(pad)), receipt)
-    return _results(pairs, done), len(fresh)
+    return _results(pairs, everything, done), len(fresh)
 
 
-def _results(pairs: Sequence[tuple[int, str]], done: set[tuple[int, str]]) -> list[BatchResult]:
-    """A BatchResult per pair, in order: ok iff the pair is done. Built by plain slot
-    stores (frozen.py; one per settled message: the drain's hot path)."""
+def _results(
+    pairs: Sequence[tuple[int, str]], everything: bool, done: set[tuple[int, str]]
+) -> list[BatchResult]:
+    """A BatchResult per pair, in order: ok iff ``everything`` or the pair is done. Built
+    by plain slot stores (frozen.py; one per settled message: the drain's hot path)."""
     results: list[BatchResult] = []
     append = results.append
     for pair in pairs:
         r = _new(_RESULT_PARTS)
         r.seq_number = pair[0]
-        r.ok = pair in done
+        r.ok = everything or pair in done
         r.locked_until_ms = 0
         r.__class__ = BatchResult
         append(r)
