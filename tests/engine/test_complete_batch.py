@@ -1,0 +1,87 @@
+"""complete_batch on a local file (engine/settle_batch.py): a batch whose every pair is
+live is settled by a DELETE that does not say which rows it removed; any other batch is
+undone to a savepoint and deleted again, RETURNING them. Both ways settle exactly the
+live pairs, each once: one receipt per removed row, one ``completed`` effect per row."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+from mqlite import errors
+from mqlite.clock import FakeClock
+from mqlite.engine import Engine, settle_batch
+from mqlite.types import Message, OutMessage, QueueConfig
+
+LOCK = 30_000
+
+
+@pytest.fixture
+def eng(tmp_path: Path) -> Iterator[Engine]:
+    e = Engine(f"file:{tmp_path / 'mq.db'}", clock=FakeClock(1_700_000_000_000))
+    try:
+        e.create_queue("q", QueueConfig(lock_duration_ms=LOCK))
+        yield e
+    finally:
+        e.close()
+
+
+def completed(e: Engine) -> int:
+    return sum(m.count for m in e.observe().messages if m.event == "completed")
+
+
+def receive_all(e: Engine, n: int) -> list[Message]:
+    e.send("q", [OutMessage(body=b"%d" % i) for i in range(n)])
+    got: list[Message] = []
+    while batch := e.receive("q", max_messages=256):
+        got += batch
+    assert len(got) == n
+    return got
+
+
+def test_a_batch_of_live_pairs_over_several_chunks_completes_each_with_its_receipt(
+    eng: Engine,
+) -> None:
+    n = settle_batch.CHUNK + 44  # two DELETE statements, the second padded to its bucket
+    pairs = [(m.seq_number, m.lock_token) for m in receive_all(eng, n)]
+    assert all(r.ok for r in eng.complete_batch("q", pairs))
+    assert completed(eng) == n and eng.stats("q").total == 0
+    # A retry (a lost answer) is answered from the receipts: ok, and nothing counted twice.
+    again = eng.complete_batch("q", pairs)
+    assert [r.seq_number for r in again] == [s for s, _ in pairs]
+    assert all(r.ok for r in again) and completed(eng) == n
+    eng.complete("q", *pairs[-1])  # and a single Complete finds the batch's receipt
+
+
+def test_a_batch_with_a_stale_pair_settles_exactly_its_live_pairs_once(eng: Engine) -> None:
+    a, b, c, d = receive_all(eng, 4)
+    eng.complete("q", a.seq_number, a.lock_token)
+    items = [
+        (a.seq_number, a.lock_token),  # completed before: its receipt answers
+        (b.seq_number, b.lock_token),  # live
+        (c.seq_number, "0" * 32),  # a stale token: its row stays locked
+        (d.seq_number, d.lock_token),  # live
+    ]
+    assert [r.ok for r in eng.complete_batch("q", items)] == [True, True, False, True]
+    assert completed(eng) == 3  # a, then b and d: the undone first DELETE counted nothing
+    assert eng.stats("q").total == 1
+    eng.complete("q", b.seq_number, b.lock_token)  # b's receipt was written
+    with pytest.raises(errors.LockLost):
+        eng.complete("q", c.seq_number, "0" * 32)
+    eng.complete("q", c.seq_number, c.lock_token)
+
+
+def test_a_batch_inside_a_transaction_nests_its_savepoint_in_the_blocks(eng: Engine) -> None:
+    msgs = receive_all(eng, 3)
+    with eng.tx() as tx:
+        assert all(r.ok for r in tx.complete_batch(msgs))
+        tx.send_one("q", OutMessage(body=b"after"))
+    assert eng.stats("q").total == 1 and completed(eng) == 3
+    stale = eng.receive("q")
+    with pytest.raises(errors.LockLost), eng.tx() as tx:
+        tx.send_one("q", OutMessage(body=b"rolled back"))
+        tx.complete_batch([stale[0], stale[0]])  # a duplicate: the RETURNING path
+        tx.complete_batch([Message(stale[0].seq_number, "q", lock_token="1" * 32)])
+    assert eng.stats("q").total == 1  # the whole block rolled back: stale[0] is back
