@@ -56,21 +56,28 @@ def test_a_batch_of_live_pairs_over_several_chunks_completes_each_with_its_recei
 
 
 def test_a_batch_with_a_stale_pair_settles_exactly_its_live_pairs_once(eng: Engine) -> None:
-    a, b, c, d = receive_all(eng, 4)
+    a, c, *live = receive_all(eng, 10)
     eng.complete("q", a.seq_number, a.lock_token)
     items = [
         (a.seq_number, a.lock_token),  # completed before: its receipt answers
-        (b.seq_number, b.lock_token),  # live
         (c.seq_number, "0" * 32),  # a stale token: its row stays locked
-        (d.seq_number, d.lock_token),  # live
+        *[(m.seq_number, m.lock_token) for m in live],
     ]
-    assert [r.ok for r in eng.complete_batch("q", items)] == [True, True, False, True]
-    assert completed(eng) == 3  # a, then b and d: the undone first DELETE counted nothing
+    assert len(items) >= settle_batch.SAVEPOINT_MIN_PAIRS  # (tried without RETURNING first)
+    assert [r.ok for r in eng.complete_batch("q", items)] == [True, False] + [True] * 8
+    assert completed(eng) == 9  # a, then the live 8: the undone first DELETE counted none
     assert eng.stats("q").total == 1
-    eng.complete("q", b.seq_number, b.lock_token)  # b's receipt was written
+    eng.complete("q", live[0].seq_number, live[0].lock_token)  # its receipt was written
     with pytest.raises(errors.LockLost):
         eng.complete("q", c.seq_number, "0" * 32)
     eng.complete("q", c.seq_number, c.lock_token)
+
+
+def test_a_small_batch_returns_its_pairs_at_once(eng: Engine) -> None:
+    a, b = receive_all(eng, 2)
+    items = [(a.seq_number, a.lock_token), (b.seq_number, "0" * 32), (a.seq_number, a.lock_token)]
+    assert [r.ok for r in eng.complete_batch("q", items)] == [True, False, True]
+    assert completed(eng) == 1 and eng.stats("q").total == 1
 
 
 def test_a_batch_inside_a_transaction_nests_its_savepoint_in_the_blocks(eng: Engine) -> None:

@@ -16,7 +16,8 @@ pair removed its own row (a row matches one pair; so no pair was stale, empty or
 twice) -- every drain's batch, known from the row count alone. Anything else (a retried
 batch, a lapsed lease) is undone to a savepoint taken before it and deleted again with
 ``RETURNING`` the removed pairs: RETURNING costs ~7,800 CPU instructions per row, a
-savepoint ~700 per message of a batch of 64.
+savepoint ~700 per message of a batch of 64 (a batch of fewer than eight pairs RETURNs
+them at once).
 
 Statement text depends on the chunk size only through a power-of-two bucket (padding
 pairs are NULL: they match no row and write no receipt), so a drain of any batch sizes
@@ -48,8 +49,11 @@ _RESULT_PARTS: Any = make_result  # (its instances take plain stores: _results)
 _new = object.__new__
 
 
-# Taken before a DELETE that does not say which pairs it removed (module docstring).
+# Taken before a DELETE that does not say which pairs it removed (module docstring), in a
+# batch of at least SAVEPOINT_MIN_PAIRS: its two statements cost ~45,000 instructions,
+# what RETURNING costs for six rows.
 SAVEPOINT = "complete_batch"
+SAVEPOINT_MIN_PAIRS = 8
 
 
 @cache
@@ -100,7 +104,7 @@ def complete_batch(
     if "" in map(itemgetter(1), live):  # (rare) an empty token: never ok, never sent
         live = [pair for pair in live if pair[1]]
     execute = conn.execute
-    if live and len(live) == len(pairs):
+    if len(live) == len(pairs) >= SAVEPOINT_MIN_PAIRS:
         execute(f"SAVEPOINT {SAVEPOINT}")
         removed = sum(
             execute(delete_pairs_sql((len(params) - 2) // 3, False), params).rowcount
