@@ -5,11 +5,19 @@ from __future__ import annotations
 
 import dataclasses
 import pickle
+from typing import Any
 
 import pytest
 
 from mqlite.engine.frozen import constructor
-from mqlite.engine.rows import METADATA, make_message, receive_message, row_to_message
+from mqlite.engine.rows import (
+    CLAIM_COLUMNS,
+    CLAIM_METADATA,
+    MESSAGE_COLUMNS,
+    claimed_message,
+    make_message,
+    row_to_message,
+)
 from mqlite.engine.settle_batch import _results, make_result
 from mqlite.types import BatchResult, Message
 
@@ -71,14 +79,28 @@ def test_row_to_message_gives_the_receive_view_and_the_peek_view() -> None:
     )
 
 
+def names(columns: str) -> list[str]:
+    return [c.strip() for c in columns.split(",")]
+
+
 def test_the_claim_loops_builder_stores_every_field_as_row_to_message_does() -> None:
-    """rows.receive_message skips the constructor: a field it forgot would be an empty
-    slot (AttributeError on read), a field it got wrong a different message."""
+    """rows.claimed_message skips the constructor: a field it forgot would be an empty
+    slot (AttributeError on read), a field it got wrong -- or a CLAIM_COLUMNS order that
+    differs from its unpacking -- a different message. The claim row is taken from the
+    MESSAGE_COLUMNS row by column name; queue, token and lease are the claim's own."""
     settler = object()
     # no metadata, no error: every optional column NULL
     sparse = (7, "q", "locked", 11, 12, "tok", 1, 10, 0, *[None] * 7, b"", None, None, None, 0)
     for row in (ROW, sparse):
-        built = receive_message(row, settler)  # type: ignore[arg-type]
+        full: dict[str, Any] = dict(zip(names(MESSAGE_COLUMNS), row, strict=True))
+        claim_row = tuple(full[name] for name in names(CLAIM_COLUMNS))
+        built = claimed_message(
+            claim_row,
+            full["queue"],
+            full["lock_token"],
+            full["locked_until"],
+            settler,  # type: ignore[arg-type]
+        )
         expected = row_to_message(row)
         assert type(built) is Message
         for f in dataclasses.fields(Message):
@@ -89,9 +111,12 @@ def test_the_claim_loops_builder_stores_every_field_as_row_to_message_does() -> 
             built.queue = "x"  # type: ignore[misc]
 
 
-def test_metadata_is_the_rows_message_id_to_properties_columns() -> None:
+def test_claim_metadata_is_the_claim_rows_message_id_to_properties_columns() -> None:
     """The claim loop charges a row without metadata without encoded_size (claim.py)."""
-    assert ROW[METADATA] == ("mid", "cid", "rto", "gid", "ct", "subj", '{"k":"v"}')
+    assert names(CLAIM_COLUMNS)[CLAIM_METADATA] == [
+        "message_id", "correlation_id", "reply_to", "group_id", "content_type", "subject",
+        "properties",
+    ]  # fmt: skip
 
 
 def test_a_class_it_cannot_build_safely_is_refused() -> None:
