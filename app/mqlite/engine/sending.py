@@ -4,13 +4,13 @@ the commit on the writer; ``send.py`` holds the SQL).
 
 from __future__ import annotations
 
-from collections import Counter
 from collections.abc import Sequence
 from functools import partial
 
 from mqlite import defaults, errors
 from mqlite.engine import send
 from mqlite.engine.core import EngineCore, serialized
+from mqlite.engine.measure import EventCounts
 from mqlite.engine.part import Part
 from mqlite.engine.send import Route, SendResult
 from mqlite.engine.send_lane import SendLane
@@ -135,12 +135,12 @@ class Sending(Part):
         return result.seq_numbers
 
     def _sent(self, result: SendResult, scheduled: bool) -> None:
-        """After the COMMIT of a send (hot path: no generators, no Counter per send)."""
+        """After the COMMIT of a send (hot path: no generators, no dict per send)."""
         by_queue = self.effects.by_queue  # (MessageEffects.add inlined)
         for queue, n in result.copies.items():
             counts = by_queue.get(queue)
             if counts is None:
-                counts = by_queue[queue] = Counter()
+                counts = by_queue[queue] = EventCounts()
             counts["enqueued"] += n
             if scheduled:
                 counts["scheduled"] += n
