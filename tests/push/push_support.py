@@ -79,6 +79,13 @@ class Receiver:
                     receiver.group_peak[group] = max(receiver.group_peak.get(group, 0), c)
                 try:
                     answer = receiver.behaviour(got, self)
+                finally:
+                    # Out of progress BEFORE the answer is written: once it is, the broker
+                    # may post the group's next message, which must not count as overlap.
+                    with receiver.lock:
+                        receiver.active -= 1
+                        receiver.group_active[group] -= 1
+                try:
                     if answer is not None:
                         status, headers, body = answer
                         self.send_response(status)
@@ -89,10 +96,6 @@ class Receiver:
                         self.wfile.write(body)
                 except (BrokenPipeError, ConnectionResetError):
                     pass
-                finally:
-                    with receiver.lock:
-                        receiver.active -= 1
-                        receiver.group_active[group] -= 1
 
             def log_message(self, *args: Any) -> None:
                 pass

@@ -16,15 +16,16 @@ import sqlite3
 from mqlite import errors
 from mqlite.engine import queues
 from mqlite.engine.send import Route
+from mqlite.engine.send_lane import Lane
 from mqlite.engine.store import Store
-from mqlite.types import QueueConfig, QueueInfo, QueueKind
+from mqlite.types import OrderingMode, QueueConfig, QueueInfo, QueueKind
 
 
 class _Version:
     """One consistent version of the catalog. Edits copy it (copy-on-write): versions
-    already published are never mutated, except for the memo of plain routes."""
+    already published are never mutated, except for the memos of plain routes and lanes."""
 
-    __slots__ = ("plain_routes", "queues", "retrying", "topics")
+    __slots__ = ("lanes", "plain_routes", "queues", "retrying", "topics")
 
     def __init__(
         self,
@@ -35,6 +36,9 @@ class _Version:
         # topic -> routes (one per subscription, ordered by subscription name)
         self.topics: dict[str, list[Route]] = topics or {}
         self.plain_routes: dict[str, list[Route]] = {}
+        # name -> its send lane (send_lane.py), or None where a send goes the general way;
+        # filled by ``Catalog.send_lane``, only for names of queues (bounded by them).
+        self.lanes: dict[str, Lane | None] = {}
         self.retrying: dict[str, QueueConfig] | None = None  # memo of retry_policies()
 
     def copy(self) -> _Version:
@@ -137,6 +141,21 @@ class Catalog:
             routes = [Route(info)]
             view.plain_routes[name] = routes
         return routes
+
+    def send_lane(self, name: str) -> Lane | None:
+        """The send lane of ``name`` in the committed version (send_lane.py), computed
+        once per version: a queue (not a topic) with no dedup window and not group_fifo,
+        whose single plain sends the lane may take. None: the general way."""
+        view = self._committed
+        info = view.queues.get(name)
+        if info is None or name in view.topics:
+            return None  # (not cached: an unknown name must not grow the map)
+        cfg = info.config
+        lane = None
+        if cfg.dedup_window_ms <= 0 and cfg.ordering_mode != OrderingMode.GROUP_FIFO:
+            lane = Lane(info.name, cfg.default_ttl_ms)
+        view.lanes[name] = lane
+        return lane
 
     def put_route(self, topic: str, route: Route) -> None:
         """Add or replace one subscription's route (fan-out order: subscription name)."""

@@ -52,6 +52,10 @@ class Notifier:
         self._parked = threading.Condition(self._lock)  # a test signal: someone registered
         # queue -> waiters in registration order (a dict is an ordered set)
         self._waiters: dict[str, dict[Waiter, None]] = {}
+        # The same map, for a lock-free "is anyone parked on this queue?" (``queue in
+        # parked``: notify's own first test) by a caller saving the call when nobody is.
+        # Read-only outside this class; never replaced (emptied in place).
+        self.parked: Mapping[str, object] = self._waiters
         self._closed = False
 
     def register(self, queue: str, callback: Callback) -> Waiter:

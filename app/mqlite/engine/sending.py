@@ -4,20 +4,38 @@ the commit on the writer; ``send.py`` holds the SQL).
 
 from __future__ import annotations
 
-from collections import Counter
 from collections.abc import Sequence
 from functools import partial
 
 from mqlite import defaults, errors
 from mqlite.engine import send
-from mqlite.engine.core import serialized
+from mqlite.engine.core import EngineCore, serialized
+from mqlite.engine.measure import EventCounts
 from mqlite.engine.part import Part
 from mqlite.engine.send import Route, SendResult
+from mqlite.engine.send_lane import SendLane
 from mqlite.engine.validate import check_int, check_seq
 from mqlite.types import OutMessage
 
 
 class Sending(Part):
+    def __init__(self, core: EngineCore) -> None:
+        super().__init__(core)
+        self.lane = SendLane(
+            store=self.store,
+            writer=self.writer,
+            catalog=self.catalog,
+            clock=self.clock,
+            disk=self.disk,
+            effects=self.effects,
+            notifier=self.notifier,
+            max_message_bytes=self.max_message_bytes,
+            general=self._send_one,
+        )
+        # The verb is the lane's, which sends the general way (``_send_one``) whatever
+        # it does not take (send_lane.py); bound here, so a send is one frame to the lane.
+        self.send_one = self.lane.send_one  # type: ignore[method-assign]
+
     # -- send -----------------------------------------------------------------------------
 
     def send(
@@ -28,6 +46,10 @@ class Sending(Part):
 
     def send_one(self, queue: str, message: OutMessage, ttl_ms: int | None = None) -> int:
         """Enqueue one message; a dedup conflict raises ``DedupConflict``."""
+        return self._send_one(queue, message, ttl_ms)  # (replaced by the lane's: __init__)
+
+    def _send_one(self, queue: str, message: OutMessage, ttl_ms: int | None) -> int:
+        """``send_one`` the general way (the reference the lane is tested against)."""
         if not isinstance(message, OutMessage):
             raise errors.InvalidArgument("message must be an OutMessage")
         return self._send(queue, [message], ttl_ms, None)[0]
@@ -113,12 +135,12 @@ class Sending(Part):
         return result.seq_numbers
 
     def _sent(self, result: SendResult, scheduled: bool) -> None:
-        """After the COMMIT of a send (hot path: no generators, no Counter per send)."""
+        """After the COMMIT of a send (hot path: no generators, no dict per send)."""
         by_queue = self.effects.by_queue  # (MessageEffects.add inlined)
         for queue, n in result.copies.items():
             counts = by_queue.get(queue)
             if counts is None:
-                counts = by_queue[queue] = Counter()
+                counts = by_queue[queue] = EventCounts()
             counts["enqueued"] += n
             if scheduled:
                 counts["scheduled"] += n

@@ -35,24 +35,12 @@ from mqlite.engine.remote import (
     RemoteUnreachable,
     TransactionLost,
 )
+from mqlite.engine.schema_guard import SCHEMA_VERSION as SCHEMA_VERSION  # (re-exported)
+from mqlite.engine.schema_guard import check_guard
 
 log = logging.getLogger("mqlite.engine")
 
-SCHEMA_VERSION = "11"
 MIN_SQLITE = (3, 37, 0)
-
-# Columns an access_keys table must have for this binary to accept a database that has one.
-_ACCESS_KEYS_COLUMNS = (
-    "id",
-    "name",
-    "token_sha256",
-    "permissions",
-    "created_at",
-    "expires_at",
-    "revoked_at",
-)
-# Added by the 8 -> 9 migration (key scopes and rate limits): an older database lacks them.
-_ACCESS_KEYS_COLUMNS_9 = (*_ACCESS_KEYS_COLUMNS, "queues", "rate_limit_per_s", "burst")
 
 
 def schema_sql() -> str:
@@ -171,7 +159,7 @@ class Store:
             # Durability, journal mode and locking belong to the server: no PRAGMA here.
             remote = RemoteConnection(self.location.remote, self._auth_token)
             try:
-                return remote, _check_guard(remote)  # type: ignore[arg-type,return-value]
+                return remote, check_guard(remote)  # type: ignore[arg-type,return-value]
             except BaseException:
                 remote.close()  # a refused open leaves no connection behind
                 raise
@@ -180,7 +168,7 @@ class Store:
         try:
             conn.execute(f"PRAGMA busy_timeout={int(busy_timeout_ms)}")
             conn.execute("PRAGMA foreign_keys=ON")
-            found = _check_guard(conn)
+            found = check_guard(conn)
             if self.location.path is not None:
                 # auto_vacuum only takes effect before the first table exists, and setting it
                 # on an existing file is a write: skipped there (a full disk must still open).
@@ -470,26 +458,6 @@ class _Transaction:
                     log.exception("after-commit callback failed")
         finally:
             store.lock.release()
-
-
-def _check_guard(conn: sqlite3.Connection) -> str | None:
-    """Refuse a foreign schema token (or an unrelated ``access_keys`` table) before any
-    write; the token found (None: a new or non-mqlite-yet database)."""
-    has_meta = conn.execute(
-        "SELECT 1 FROM sqlite_master WHERE type='table' AND name='meta'"
-    ).fetchone()
-    found: str | None = None
-    if has_meta:
-        row = conn.execute("SELECT value FROM meta WHERE key='schema_version'").fetchone()
-        found = None if row is None else str(row[0])
-        if found is not None and found != SCHEMA_VERSION:
-            migrations.plan(found, SCHEMA_VERSION)  # refuse a foreign token before any DDL
-    cols = [r[1] for r in conn.execute("PRAGMA table_info(access_keys)").fetchall()]
-    if cols and tuple(cols) not in (_ACCESS_KEYS_COLUMNS, _ACCESS_KEYS_COLUMNS_9):
-        raise errors.SchemaVersionMismatch(
-            "database has an unrelated table named access_keys; refusing to modify it"
-        )
-    return found
 
 
 def check_lock_free(dsn: str, auth_token: str = "") -> None:
