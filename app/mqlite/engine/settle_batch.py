@@ -1,9 +1,9 @@
 """``complete_batch`` on a local file: one fenced DELETE and one receipt INSERT per chunk.
 
 A drain settles every message here, so the batch is two statements, not two per pair
-(``settle.COMPLETE_PAIR_SQL`` per pair, then a receipt per row, cost ~18,000 CPU
-instructions per message more: a third of what the drain cost beyond SQLite's own work
-for the same rows; issue 29). The effects are those of a Complete per pair:
+(``settle.COMPLETE_PAIR_SQL`` per pair, then a receipt per row, cost ~20,000 CPU
+instructions per message more, of a drain's ~260,000; issue 29). The effects are those of
+a Complete per pair:
 
 - the DELETE carries every (seq, token) pair of the chunk and the fence of Complete
   (queue, ``state = 'locked'``, a live lease);
@@ -40,7 +40,8 @@ from mqlite.engine.frozen import constructor
 from mqlite.engine.settle import LOOKUP_RECEIPT_SQL, OP_COMPLETE
 from mqlite.types import BatchResult
 
-# Pairs per statement: 2 x 256 + 2 parameters, under SQLite's historical 999 limit.
+# Pairs per statement: a DELETE binds 3 x 256 + 2 parameters, under SQLite's historical
+# limit of 999.
 CHUNK = 256
 
 # A BatchResult without its frozen __init__ (frozen.py): one per settled message.
