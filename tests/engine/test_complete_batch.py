@@ -5,6 +5,7 @@ live pairs, each once: one receipt per removed row, one ``completed`` effect per
 
 from __future__ import annotations
 
+import sqlite3
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -13,6 +14,7 @@ import pytest
 from mqlite import errors
 from mqlite.clock import FakeClock
 from mqlite.engine import Engine, settle_batch
+from mqlite.engine.rows import EXTERNAL_BODY_MIN_BYTES
 from mqlite.types import Message, OutMessage, QueueConfig
 
 LOCK = 30_000
@@ -71,6 +73,23 @@ def test_a_batch_with_a_stale_pair_settles_exactly_its_live_pairs_once(eng: Engi
     with pytest.raises(errors.LockLost):
         eng.complete("q", c.seq_number, "0" * 32)
     eng.complete("q", c.seq_number, c.lock_token)
+
+
+def test_large_bodies_go_with_their_rows_and_count_once(eng: Engine, tmp_path: Path) -> None:
+    """A body over rows.EXTERNAL_BODY_MIN_BYTES lives in `bodies`, deleted by the foreign
+    key's cascade: not a row the DELETE's count includes (sqlite3_changes), so the row
+    count still proves every pair removed its own message."""
+    big = [OutMessage(body=bytes([i]) * (EXTERNAL_BODY_MIN_BYTES + 1)) for i in range(10)]
+    eng.send("q", big)
+    got = eng.receive("q", max_messages=10)
+    assert [m.body for m in got] == [m.body for m in big]
+    assert all(r.ok for r in eng.complete_batch("q", [(m.seq_number, m.lock_token) for m in got]))
+    assert completed(eng) == 10 and eng.stats("q").total == 0
+    db = sqlite3.connect(tmp_path / "mq.db")
+    try:
+        assert db.execute("SELECT count(*) FROM bodies").fetchone() == (0,)
+    finally:
+        db.close()
 
 
 def test_a_small_batch_returns_its_pairs_at_once(eng: Engine) -> None:
