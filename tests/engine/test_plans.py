@@ -8,7 +8,7 @@ import sqlite3
 
 import pytest
 
-from mqlite.engine import claim, dedup, queues, send, settle, store
+from mqlite.engine import claim, dedup, queues, send, settle, settle_batch, store
 
 
 @pytest.fixture(scope="module")
@@ -102,6 +102,17 @@ def test_the_retry_policy_count_probe_is_a_primary_key_lookup(conn: sqlite3.Conn
 
 def test_renew_batch_looks_up_its_pairs_not_every_live_lock(conn: sqlite3.Connection) -> None:
     text = plan(conn, settle.renew_batch_sql(3), [1, "a", 2, "b", 3, "c", 1, 2, "q1", 1])
+    assert "USING INTEGER PRIMARY KEY (rowid=?)" in text
+    assert "idx_msg_locked" not in text
+    assert_no_table_scan(text)
+
+
+def test_complete_batch_deletes_its_pairs_by_key_not_every_live_lock(
+    conn: sqlite3.Connection,
+) -> None:
+    """The batch's one DELETE (settle_batch.py), padding pairs (NULL) included."""
+    params = [1, 2, None, None, 1, "a", 2, "b", None, None, None, None, "q1", 1]
+    text = plan(conn, settle_batch.delete_pairs_sql(4), params)
     assert "USING INTEGER PRIMARY KEY (rowid=?)" in text
     assert "idx_msg_locked" not in text
     assert_no_table_scan(text)

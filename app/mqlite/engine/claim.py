@@ -16,13 +16,16 @@ import secrets
 import sqlite3
 from typing import Any
 
-from mqlite import defaults
+from mqlite import defaults, errors
 from mqlite.engine import claim_pipelined
 from mqlite.engine.budget import MESSAGE_OVERHEAD_BYTES, encoded_size
 from mqlite.engine.remote import pipelined
-from mqlite.engine.rows import MESSAGE_COLUMNS, make_message, row_to_message
-from mqlite.types import Message, OrderingMode, QueueInfo
+from mqlite.engine.rows import CLAIM_COLUMNS, CLAIM_METADATA, claimed_message
+from mqlite.types import Message, OrderingMode, QueueInfo, Settler
 
+# Both claim statements RETURN rows.CLAIM_COLUMNS: what the message shows and the claim did
+# not set from its own parameters (each column returned costs the drain; rows.py).
+#
 # standard and group_fifo share this statement (ungrouped rows have no head-of-line).
 # Do NOT merge the three EXISTS into one `state IN (...)` or an OR of states: the planner
 # cannot match that to a partial index and falls back to a rowid scan -- O(n) per
@@ -48,7 +51,7 @@ UPDATE messages
                        AND b.state = 'locked' AND b.id < m.id)))
     ORDER BY m.id
     LIMIT 1)
-RETURNING {MESSAGE_COLUMNS}
+RETURNING {CLAIM_COLUMNS}
 """
 
 # strict_fifo: every deferred/scheduled/locked row blocks every later row of the queue, so
@@ -72,7 +75,7 @@ UPDATE messages
       AND (m.expires_at = 0 OR m.expires_at > :now)
     ORDER BY m.id
     LIMIT 1)
-RETURNING {MESSAGE_COLUMNS}
+RETURNING {CLAIM_COLUMNS}
 """
 
 # Receive-and-delete grants no lease: the row goes in the same transaction it was claimed.
@@ -100,20 +103,30 @@ def claim_batch(
     max_messages: int,
     *,
     delete: bool,
+    settler: Settler,
 ) -> list[Message]:
     """Claim up to ``max_messages`` with one ``now``; stop once the byte budget is crossed.
 
     Peek-lock batches hold one message per group (the claimed head blocks its successors);
     receive-and-delete removes each row at once, so the group's next message may follow.
+    The messages come bound: a leased one to ``settler``, a lease-less one (receive-and-
+    delete) to ``errors.NO_LOCK``.
     """
     sql = (
         CLAIM_STRICT_SQL
         if queue.config.ordering_mode == OrderingMode.STRICT_FIFO
         else (CLAIM_GROUPED_SQL)
     )
-    params = {"queue": queue.name, "now": now_ms, "until": now_ms + queue.config.lock_duration_ms}
+    name, until = queue.name, now_ms + queue.config.lock_duration_ms
+    params = {"queue": name, "now": now_ms, "until": until}
     loop: sqlite3.Connection = conn  # (for a chunk that crossed the byte budget)
     if pipelined(conn):  # a round trip per statement: claims in chunks
+
+        def build(row: tuple[Any, ...], token: str) -> Message:
+            if delete:
+                return claimed_message(row, name, "", 0, errors.NO_LOCK)
+            return claimed_message(row, name, token, until, settler)
+
         return claim_pipelined.claim_batch(
             conn,
             sql,
@@ -121,82 +134,52 @@ def claim_batch(
             max_messages,
             delete=delete,
             new_token=new_lock_token,
-            without_lease=_without_lease,
-            one_by_one=lambda n: _claim_loop(loop, sql, dict(params), n, delete),
+            build=build,
+            one_by_one=lambda n: _claim_loop(loop, sql, dict(params), n, delete, settler),
         )
-    return _claim_loop(conn, sql, params, max_messages, delete)
+    return _claim_loop(conn, sql, params, max_messages, delete, settler)
 
 
 def _claim_loop(
-    conn: sqlite3.Connection, sql: str, params: dict[str, Any], max_messages: int, delete: bool
+    conn: sqlite3.Connection,
+    sql: str,
+    params: dict[str, Any],
+    max_messages: int,
+    delete: bool,
+    settler: Settler,
 ) -> list[Message]:
     """One claim per statement until ``max_messages``, an empty claim or the budget."""
     out: list[Message] = []
+    append = out.append
     budget = 0
     execute = conn.execute
+    queue, until = params["queue"], params["until"]
     # Every token of the batch from one read of the OS CSPRNG (128 bits each, as
     # new_lock_token): one system call and no Python call per claimed message (hot path).
     tokens = os.urandom(16 * max_messages).hex()
     base_size = MESSAGE_OVERHEAD_BYTES + (0 if delete else 32)
-    while len(out) < max_messages:
-        start = 32 * len(out)
+    for start in range(0, 32 * max_messages, 32):
         token = tokens[start : start + 32]
         params["token"] = token
         row = execute(sql, params).fetchone()
         if row is None:
             break
-        msg = row_to_message(row)
-        if delete:
-            execute(DELETE_CLAIMED_SQL, (msg.seq_number, token))
-            msg = _without_lease(msg)
-        out.append(msg)
-        if (  # encoded_size inlined for a claimed message without metadata (every drain's)
-            msg.message_id
-            or msg.group_id
-            or msg.subject
-            or msg.correlation_id
-            or msg.reply_to
-            or msg.content_type
-            or msg.state
-            or msg.dead_letter_reason
-            or msg.dead_letter_description
-            or msg.properties
-        ):
+        if delete:  # the receive-and-delete view: no token, no lease, nothing to settle
+            execute(DELETE_CLAIMED_SQL, (row[0], token))
+            msg = claimed_message(row, queue, "", 0, errors.NO_LOCK)
+        else:
+            msg = claimed_message(row, queue, token, until, settler)
+        append(msg)
+        # encoded_size inlined for a message without metadata (every drain's): a claimed
+        # message has no state or dead-letter fields, and its token is 32 hex digits (one
+        # JSON byte each; "" once deleted). Metadata present: encoded_size, exactly.
+        if any(row[CLAIM_METADATA]):
             budget += encoded_size(msg)
-        else:  # the token is 32 hex digits (one JSON byte each), "" once deleted
+        else:
             budget += base_size + (len(msg.body) + 2) // 3 * 4
         if budget >= defaults.RESPONSE_BYTE_BUDGET:
             break
     return out
-
-
-def _without_lease(msg: Message) -> Message:
-    """The receive-and-delete view: no token, no lease (``make_message``: Message's
-    field order)."""
-    return make_message(
-        msg.seq_number,
-        msg.queue,
-        msg.body,
-        msg.message_id,
-        msg.group_id,
-        msg.subject,
-        msg.correlation_id,
-        msg.reply_to,
-        msg.content_type,
-        msg.properties,
-        msg.delivery_count,
-        msg.enqueued_at_ms,
-        0,  # locked_until_ms
-        "",  # lock_token
-        "",  # state
-        0,  # visible_at_ms
-        0,  # expires_at_ms
-        "",  # dead_letter_reason
-        "",  # dead_letter_description
-        msg.last_error,
-        msg.last_error_at_ms,
-        None,  # _settler
-    )
 
 
 # -- idempotent receive (receive_attempt_id) -----------------------------------------------

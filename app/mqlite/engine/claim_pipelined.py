@@ -29,7 +29,6 @@ from typing import Any
 from mqlite import defaults
 from mqlite.engine.budget import encoded_size
 from mqlite.engine.remote import RemoteConnection, ResultTooLarge
-from mqlite.engine.rows import row_to_message
 from mqlite.types import Message
 
 # Claims per request. sqld reads every statement of a batch, the steps it skips too (a
@@ -57,11 +56,12 @@ def claim_batch(
     *,
     delete: bool,
     new_token: Callable[[], str],
-    without_lease: Callable[[Message], Message],
+    build: Callable[[tuple[Any, ...], str], Message],
     one_by_one: Callable[[int], list[Message]],
 ) -> list[Message]:
-    """``claim.claim_batch`` in chunks (module doc); ``one_by_one(n)`` is the loop, for a
-    chunk that crossed the byte budget."""
+    """``claim.claim_batch`` in chunks (module doc); ``build(row, token)`` makes the
+    message of a row claimed with ``token`` (bound; the receive-and-delete view when
+    ``delete``); ``one_by_one(n)`` is the loop, for a chunk that crossed the byte budget."""
     out: list[Message] = []
     budget = 0
     hints, limits = conn.claim_hints, conn.claim_limits
@@ -72,7 +72,8 @@ def claim_batch(
         n = min(n, limit, max_messages - len(out))
         conn.execute("SAVEPOINT sp_claims")  # queued: it travels with the claims
         try:
-            rows = _claims(conn, sql, params, [new_token() for _ in range(n)], delete)
+            tokens = [new_token() for _ in range(n)]
+            rows = _claims(conn, sql, params, tokens, delete)
         except ResultTooLarge:
             # The chunk's rows together are over sqld's response limit (large bodies): the
             # claims ran on the server, their answer did not come back. Undo the chunk;
@@ -83,12 +84,10 @@ def claim_batch(
             _remember(limits, queue, max(1, n // 2))
             return out if out else one_by_one(max_messages)
         got: list[Message] = []
-        for row in rows:
+        for row, token in zip(rows, tokens, strict=True):
             if row is None:
                 break
-            msg = row_to_message(row)
-            if delete:
-                msg = without_lease(msg)
+            msg = build(row, token)
             got.append(msg)
             budget += encoded_size(msg)
             if budget >= defaults.RESPONSE_BYTE_BUDGET:

@@ -14,7 +14,7 @@ from contextlib import contextmanager
 from urllib.parse import urlsplit
 
 from mqlite import defaults, errors
-from mqlite.engine import claim, queues, retry, settle, settle_pipelined
+from mqlite.engine import claim, queues, retry, settle, settle_batch, settle_pipelined
 from mqlite.engine.core import serialized
 from mqlite.engine.notify import Waiter
 from mqlite.engine.sending import Sending
@@ -113,12 +113,12 @@ class Messaging(Sending):
                 replay = claim.lookup_attempt(conn, now, q.name, attempt_id)
                 if replay is not None:
                     return self._bind(replay)
-            msgs = claim.claim_batch(conn, now, q, max_messages, delete=delete)
+            msgs = claim.claim_batch(conn, now, q, max_messages, delete=delete, settler=self)
             if attempt_id and msgs:
                 claim.save_attempt(conn, now, q, attempt_id, msgs)
             if msgs:  # a replay returned above: it counts nothing twice
                 self._count_claims(q.name, msgs, deleted=delete)
-        return self._bind(msgs)
+        return msgs  # (bound by the claim: no second pass over them)
 
     def _count_claims(self, queue: str, msgs: list[Message], *, deleted: bool) -> None:
         again = sum(1 for m in msgs if m.delivery_count > 1)
@@ -218,7 +218,7 @@ class Messaging(Sending):
             if settle_pipelined.pipelined(conn):  # one request with the COMMIT
                 hooks = (self.store.after_commit, self._completed)  # (counted after it)
                 return settle_pipelined.complete_batch(conn, now, name, pairs, *hooks)
-            results, deleted = settle.complete_batch(conn, now, name, pairs)
+            results, deleted = settle_batch.complete_batch(conn, now, name, pairs)
             if deleted:
                 self.store.after_commit(lambda: self._completed(name, deleted))
         return results

@@ -18,10 +18,9 @@ from collections.abc import Sequence
 from mqlite import defaults, errors
 from mqlite.engine import retry
 from mqlite.engine.claim import new_lock_token
-from mqlite.engine.frozen import constructor
 from mqlite.engine.remote import pipelined
 from mqlite.engine.rows import MESSAGE_COLUMNS, row_to_message
-from mqlite.types import BatchResult, Message, QueueInfo
+from mqlite.types import Message, QueueInfo
 
 OP_COMPLETE = "completed"
 OP_ABANDON = "abandoned"
@@ -29,9 +28,6 @@ OP_REJECT = "dead_lettered"
 OP_DEFER = "deferred"
 DEFAULT_REJECT_REASON = "AppRequested"
 MAX_DELIVERY_REASON = "MaxDeliveryCountExceeded"
-
-# A BatchResult without its frozen __init__ (frozen.py): one per settled message.
-make_result = constructor(BatchResult)
 
 # The fence shared by every verb: this row, this queue, this token, a live lease.
 _FENCE = (
@@ -125,6 +121,8 @@ SELECT 1 FROM settlement_receipts
    AND expires_at > ?
 """
 
+# One pair's Complete, as a statement of its own: the remote batch queues one per pair
+# (settle_pipelined.py); a local batch deletes a chunk of pairs at once (settle_batch.py).
 COMPLETE_PAIR_SQL = """
 DELETE FROM messages
  WHERE id = ? AND queue = ? AND lock_token = ? AND state = 'locked' AND locked_until > ?
@@ -289,42 +287,6 @@ def renew(conn: sqlite3.Connection, now_ms: int, queue: QueueInfo, seq: int, tok
             f"lock lost on message {seq} in {queue.name!r}: wrong or expired token"
         )
     return int(row[0])
-
-
-def complete_batch(
-    conn: sqlite3.Connection, now_ms: int, queue: str, pairs: Sequence[tuple[int, str]]
-) -> tuple[list[BatchResult], int]:
-    """Complete many pairs in the caller's transaction; per-item ok, never failing the batch.
-
-    Keyed by the (seq, token) PAIR: the same seq with a stale and a live token is ok only
-    for the live one. Receipts are looked up before new ones are written, so a pair never
-    vouches for itself within one batch. Returns the results and the rows deleted now.
-    """
-    done: set[tuple[int, str]] = set()
-    execute = conn.execute
-    expires = now_ms + defaults.SETTLEMENT_RECEIPT_TTL_MS
-    fresh: list[tuple[int, str]] = []
-    for seq, token in pairs:
-        if (
-            token
-            and (seq, token) not in done
-            and execute(COMPLETE_PAIR_SQL, (seq, queue, token, now_ms)).rowcount
-        ):
-            done.add((seq, token))
-            fresh.append((seq, token))
-    for seq, token in pairs:
-        if (
-            token
-            and (seq, token) not in done
-            and execute(LOOKUP_RECEIPT_SQL, (queue, seq, token, OP_COMPLETE, "", now_ms)).fetchone()
-        ):
-            done.add((seq, token))
-    conn.executemany(
-        INSERT_RECEIPT_SQL,
-        [(token, queue, seq, OP_COMPLETE, "", now_ms, expires) for seq, token in fresh],
-    )
-    results = [make_result(seq, bool(token) and (seq, token) in done, 0) for seq, token in pairs]
-    return results, len(fresh)
 
 
 def renew_batch_sql(n: int) -> str:

@@ -1,12 +1,12 @@
 """``complete_batch`` on a remote store: ONE request with the transaction's COMMIT
-(``settle.complete_batch`` is the loop on a local file: a statement per pair, then the
+(``settle_batch.py`` on a local file: a DELETE per chunk of pairs, then the
 receipts, each answered in microseconds; over the network each would be a round trip).
 
 The statements do not depend on each other's answers, so they are queued
 (``RemoteConnection.defer``) and travel with the COMMIT:
 
 - first every pair's receipt lookup (before any new receipt is written, so a pair never
-  vouches for itself within one batch, as in the loop);
+  vouches for itself within one batch, as in settle_batch.py);
 - then per pair its fenced delete and its receipt, written only if that delete removed
   the row (``changes()``: the rows the statement before it changed, on the same
   connection, in the same transaction);
