@@ -8,7 +8,7 @@ from __future__ import annotations
 import dataclasses
 from dataclasses import dataclass, field
 from enum import StrEnum
-from typing import Protocol
+from typing import Any, Protocol
 
 
 class State(StrEnum):
@@ -97,7 +97,7 @@ class OutMessage:
         # a send's validation): the fields are stored on a plain twin with the same slot
         # layout, which then becomes an OutMessage (CPython checks the layouts match).
         # 0.4 µs. Equality, repr, ``replace``, pickling and freezing are the dataclass's.
-        self = _new(_OutMessageSlots)
+        self: Any = _new(_OutMessageSlots)
         self.body = body
         self.message_id = message_id
         self.group_id = group_id
@@ -106,23 +106,12 @@ class OutMessage:
         self.reply_to = reply_to
         self.content_type = content_type
         self.properties = {} if properties is None else properties
-        self.__class__ = cls  # type: ignore[assignment]
-        return self  # type: ignore[return-value]
+        self.__class__ = cls
+        return self  # type: ignore[no-any-return]
 
 
-class _OutMessageSlots:
-    """OutMessage's slots, writable: what ``OutMessage.__new__`` fills."""
-
-    __slots__ = OutMessage.__slots__
-
-    body: bytes
-    message_id: str
-    group_id: str
-    subject: str
-    correlation_id: str
-    reply_to: str
-    content_type: str
-    properties: dict[str, str]
+# OutMessage's slots, writable: what ``OutMessage.__new__`` fills.
+_OutMessageSlots = type("_OutMessageSlots", (), {"__slots__": OutMessage.__slots__})
 
 
 _new = object.__new__

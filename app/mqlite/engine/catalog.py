@@ -16,7 +16,6 @@ import sqlite3
 from mqlite import errors
 from mqlite.engine import queues
 from mqlite.engine.send import Route
-from mqlite.engine.send_lane import Lane
 from mqlite.engine.store import Store
 from mqlite.types import OrderingMode, QueueConfig, QueueInfo, QueueKind
 
@@ -38,7 +37,7 @@ class _Version:
         self.plain_routes: dict[str, list[Route]] = {}
         # name -> its send lane (send_lane.py), or None where a send goes the general way;
         # filled by ``Catalog.send_lane``, only for names of queues (bounded by them).
-        self.lanes: dict[str, Lane | None] = {}
+        self.lanes: dict[str, QueueInfo | None] = {}
         self.retrying: dict[str, QueueConfig] | None = None  # memo of retry_policies()
 
     def copy(self) -> _Version:
@@ -142,7 +141,7 @@ class Catalog:
             view.plain_routes[name] = routes
         return routes
 
-    def send_lane(self, name: str) -> Lane | None:
+    def send_lane(self, name: str) -> QueueInfo | None:
         """The send lane of ``name`` in the committed version (send_lane.py), computed
         once per version: a queue (not a topic) with no dedup window and not group_fifo,
         whose single plain sends the lane may take. None: the general way."""
@@ -151,10 +150,8 @@ class Catalog:
         if info is None or name in view.topics:
             return None  # (not cached: an unknown name must not grow the map)
         cfg = info.config
-        lane = None
-        if cfg.dedup_window_ms <= 0 and cfg.ordering_mode != OrderingMode.GROUP_FIFO:
-            lane = Lane(info.name, cfg.default_ttl_ms)
-        view.lanes[name] = lane
+        taken = cfg.dedup_window_ms <= 0 and cfg.ordering_mode != OrderingMode.GROUP_FIFO
+        lane = view.lanes[name] = info if taken else None
         return lane
 
     def put_route(self, topic: str, route: Route) -> None:

@@ -15,6 +15,7 @@ import logging
 import sqlite3
 import threading
 from bisect import bisect_left
+from collections import defaultdict
 from collections.abc import Callable, Iterable, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass, field
@@ -117,13 +118,12 @@ class MessageEffects:
     (and ``add`` from one), so every change happens on the writer."""
 
     def __init__(self) -> None:
-        self.by_queue: dict[str, EventCounts] = {}
+        # A queue's counts appear with its first write (``by_queue[q][e] += n``); read
+        # with ``get``/``items`` only, so a read never adds a queue.
+        self.by_queue: defaultdict[str, EventCounts] = defaultdict(EventCounts)
 
     def add(self, queue: str, event: str, n: int) -> None:
-        counts = self.by_queue.get(queue)
-        if counts is None:
-            counts = self.by_queue[queue] = EventCounts()
-        counts[event] += n
+        self.by_queue[queue][event] += n
 
     def after_commit(self, store: Store, effects: Iterable[Effect]) -> None:
         """Count ``effects`` once the current transaction commits (never on rollback,

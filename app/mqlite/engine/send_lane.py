@@ -24,7 +24,7 @@ guarantee of the general path:
 - a failure rolls back, is measured as the general path measures it, and leaves as the
   same ``MQLiteError``.
 
-What a lane is: ``Lane`` below, one per queue name and catalog version
+A lane is a queue's ``QueueInfo``, looked up once per name and catalog version
 (``Catalog.send_lane``). Anything else -- metadata, a body of 1 KiB or more, a TTL
 argument, properties, a dedup or group_fifo queue, a topic, a remote store, a busy
 writer, a call nested in ``tx()`` or in another verb, an armed storage fault -- answers
@@ -38,7 +38,6 @@ from __future__ import annotations
 import sqlite3
 from collections.abc import Callable
 from contextlib import suppress
-from dataclasses import dataclass
 from threading import get_ident
 from time import perf_counter
 from typing import TYPE_CHECKING
@@ -67,14 +66,6 @@ VALUES (?, 'active', ?, ?, ?, NULL, NULL, NULL, NULL, NULL, NULL, NULL, ?, 0)
 """
 
 
-@dataclass(frozen=True, slots=True)
-class Lane:
-    """A queue a plain ``send_one`` may take the lane to (no dedup, not group_fifo)."""
-
-    queue: str
-    default_ttl_ms: int
-
-
 class SendLane:
     """The lane over one engine's parts (bound once: plain attributes on the hot path)."""
 
@@ -97,7 +88,7 @@ class SendLane:
         self.catalog = catalog
         self.clock = clock
         self.disk = disk
-        self.effects = effects
+        self.by_queue = effects.by_queue
         self.notifier = notifier
         self.parked = notifier.parked
         # A body the lane stores inline: under the external-body threshold and the cap
@@ -156,25 +147,22 @@ class SendLane:
                 self.disk.check_send(256 + len(body))
             conn = store.conn
             now = self.clock.now_ms()
-            ttl = lane.default_ttl_ms
+            name = lane.name
+            ttl = lane.config.default_ttl_ms
             started = perf_counter()
             try:
                 conn.execute("BEGIN IMMEDIATE")
                 seq: int = conn.execute(
-                    INSERT_LANE_SQL, (lane.queue, now, now, now + ttl if ttl > 0 else 0, body)
+                    INSERT_LANE_SQL, (name, now, now, now + ttl if ttl > 0 else 0, body)
                 ).lastrowid  # type: ignore[assignment]
                 store._commit(conn)  # the one COMMIT path (its seam, the kill points)
             except BaseException as exc:
                 self._failed(conn, started, exc)
                 raise  # (_failed raises the translated error for a driver one)
             store.transaction_ok(perf_counter() - started, 0)
-            counts = self.effects.by_queue.get(lane.queue)
-            if counts is None:
-                self.effects.add(lane.queue, "enqueued", 1)
-            else:
-                counts["enqueued"] += 1
-            if lane.queue in self.parked:  # (notify's own first test, without its call)
-                self.notifier.notify(lane.queue, 1)
+            self.by_queue[name]["enqueued"] += 1  # (MessageEffects.add inlined)
+            if name in self.parked:  # (notify's own first test, without its call)
+                self.notifier.notify(name, 1)
             return seq
         finally:
             if writer._owner:

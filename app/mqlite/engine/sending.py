@@ -10,7 +10,6 @@ from functools import partial
 from mqlite import defaults, errors
 from mqlite.engine import send
 from mqlite.engine.core import EngineCore, serialized
-from mqlite.engine.measure import EventCounts
 from mqlite.engine.part import Part
 from mqlite.engine.send import Route, SendResult
 from mqlite.engine.send_lane import SendLane
@@ -138,9 +137,7 @@ class Sending(Part):
         """After the COMMIT of a send (hot path: no generators, no dict per send)."""
         by_queue = self.effects.by_queue  # (MessageEffects.add inlined)
         for queue, n in result.copies.items():
-            counts = by_queue.get(queue)
-            if counts is None:
-                counts = by_queue[queue] = EventCounts()
+            counts = by_queue[queue]
             counts["enqueued"] += n
             if scheduled:
                 counts["scheduled"] += n
