@@ -42,3 +42,15 @@ def plant(root: Path, module: str, probe: str) -> None:
     path.write_text(
         path.read_text(encoding="utf-8") + f"\nimport {probe}  # the probe\n", encoding="utf-8"
     )
+
+
+def assert_contract_catches(root: Path, contract: str, module: str, probe: str) -> None:
+    """``contract`` holds on the copy under ``root``, then fails once ``module`` (a path
+    under ``app/mqlite``) imports ``probe``, naming that import."""
+    clean = lint_contract(root, contract)
+    assert clean.returncode == 0, clean.stdout + clean.stderr
+    plant(root, module, probe)
+    probed = lint_contract(root, contract)
+    assert probed.returncode != 0
+    importer = "mqlite." + module.removesuffix(".py").replace("/", ".")
+    assert f"{importer} -> {probe}" in probed.stdout

@@ -15,7 +15,7 @@ import textwrap
 from pathlib import Path
 
 import pytest
-from contract_probe import copy_of_package, lint_contract, plant
+from contract_probe import assert_contract_catches, copy_of_package
 
 REPO = Path(__file__).resolve().parents[2]
 APP = REPO / "app" / "mqlite"
@@ -29,12 +29,7 @@ def copy(tmp_path: Path) -> Path:
 
 
 def test_the_seam_contract_holds_and_breaks_on_a_probe_import(copy: Path) -> None:
-    clean = lint_contract(copy, "engine-seam")
-    assert clean.returncode == 0, clean.stdout + clean.stderr
-    plant(copy, "server/queue_handlers.py", "mqlite.engine.store")
-    probed = lint_contract(copy, "engine-seam")
-    assert probed.returncode != 0
-    assert "mqlite.server.queue_handlers -> mqlite.engine.store" in probed.stdout
+    assert_contract_catches(copy, "engine-seam", "server/queue_handlers.py", "mqlite.engine.store")
 
 
 def plumbing_reaches(source: str) -> list[str]:
